@@ -1,0 +1,236 @@
+"""The `Problem` record and the registry behind `get`, `names` and `all_problems`.
+
+Each problem family module (``mgh``, ``cutest``, ...) decorates one builder per
+problem with :func:`register`.  A builder takes no argument for a fixed-size
+problem and the dimension ``n`` for a scalable one, and returns a fresh
+:class:`Problem` each call, so callers may modify ``x0`` freely.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+Objective = Callable[[np.ndarray], Any]
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """An unconstrained test problem ``min f(x)``.
+
+    Attributes
+    ----------
+    name : str
+        Registry name, lowercase with hyphens (e.g. ``"chained-rosenbrock"``).
+    n : int
+        Number of variables.
+    fun : callable
+        ``fun(x) -> scalar``, written in plain vectorised NumPy so that
+        newtonad can trace it.
+    x0 : ndarray of float64, shape (n,)
+        The standard starting point of the source.
+    fstar : float or None
+        The optimal value reported in the literature, or None when no value
+        is known for this ``n``.  See ``notes`` for local-versus-global caveats.
+    xstar : ndarray or None
+        A minimiser with value ``fstar`` when one is known, else None.
+    source : str
+        Citation of the problem definition (e.g. ``"MGH #1"``).
+    scalable : bool
+        Whether ``n`` may be chosen (``get(name, n=...)``).
+    notes : str
+        Residual count ``m``, known local minima, provenance of ``fstar``, ...
+    """
+
+    name: str
+    n: int
+    fun: Objective
+    x0: np.ndarray
+    fstar: float | None
+    xstar: np.ndarray | None
+    source: str
+    scalable: bool
+    notes: str = ""
+
+    def __repr__(self) -> str:
+        return (f"Problem(name={self.name!r}, n={self.n}, fstar={self.fstar!r}, "
+                f"source={self.source!r})")
+
+
+@dataclass(frozen=True)
+class SizeRule:
+    """Which dimensions a scalable problem accepts, and its default.
+
+    Parameters
+    ----------
+    default : int
+        Dimension used when ``get`` is called without ``n``.
+    minimum, maximum : int
+        Inclusive bounds on ``n`` (``maximum=None``: unbounded).
+    multiple_of : int
+        ``n`` must be a multiple of this.
+    square : bool
+        ``n`` must be a perfect square (2-D grid problems).
+    """
+
+    default: int
+    minimum: int = 1
+    maximum: int | None = None
+    multiple_of: int = 1
+    square: bool = False
+
+    def describe(self) -> str:
+        """Human-readable description of the allowed dimensions."""
+        parts = [f"an integer n >= {self.minimum}"]
+        if self.maximum is not None:
+            parts.append(f"n <= {self.maximum}")
+        if self.multiple_of > 1:
+            parts.append(f"n a multiple of {self.multiple_of}")
+        if self.square:
+            parts.append("n a perfect square")
+        return ", ".join(parts)
+
+    def allows(self, n: int) -> bool:
+        """Whether ``n`` is an allowed dimension."""
+        return (n >= self.minimum
+                and (self.maximum is None or n <= self.maximum)
+                and n % self.multiple_of == 0
+                and (not self.square or math.isqrt(n) ** 2 == n))
+
+    def nearest(self, n: int) -> int:
+        """The smallest allowed dimension >= ``n``, clipped to the allowed range."""
+        n = max(n, self.minimum)
+        if self.maximum is not None and n > self.maximum:
+            n = self.maximum
+            while not self.allows(n):
+                n -= 1
+            return n
+        while not self.allows(n):
+            n += 1
+        return n
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str
+    build: Callable[..., Problem]
+    size: SizeRule | None  # None: fixed-size problem
+
+
+_REGISTRY: dict[str, _Entry] = {}
+
+
+def register(name: str, size: SizeRule | None = None
+             ) -> Callable[[Callable[..., Problem]], Callable[..., Problem]]:
+    """Class the decorated builder as the problem ``name``.
+
+    Parameters
+    ----------
+    name : str
+        Registry name; must be new.
+    size : SizeRule, optional
+        Allowed dimensions for a scalable problem; omit for a fixed-size one.
+    """
+    def decorate(build: Callable[..., Problem]) -> Callable[..., Problem]:
+        if name in _REGISTRY:
+            raise RuntimeError(f"problem {name!r} registered twice")
+        _REGISTRY[name] = _Entry(name, build, size)
+        return build
+    return decorate
+
+
+def names() -> list[str]:
+    """Names of all built-in problems, sorted.
+
+    Returns
+    -------
+    list of str
+    """
+    return sorted(_REGISTRY)
+
+
+def get(name: str, n: int | None = None) -> Problem:
+    """Build the built-in problem ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A name from :func:`names`.
+    n : int, optional
+        Dimension of a scalable problem; its documented default when omitted.
+        Must not be given for a fixed-size problem.
+
+    Returns
+    -------
+    Problem
+        A fresh instance (``x0`` may be modified by the caller).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown, if ``n`` is given for a fixed-size problem, or
+        if ``n`` is not an allowed dimension (the message says which are).
+    """
+    entry = _REGISTRY.get(name)
+    if entry is None:
+        raise ValueError(f"unknown problem {name!r}; valid names are: "
+                         + ", ".join(names()))
+    if entry.size is None:
+        if n is not None:
+            fixed = entry.build().n
+            raise ValueError(f"problem {name!r} has fixed size n={fixed}; "
+                             f"call get({name!r}) without n")
+        return entry.build()
+    if n is None:
+        n = entry.size.default
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise ValueError(f"problem {name!r}: n must be an integer, got {n!r}")
+    n = int(n)
+    if not entry.size.allows(n):
+        raise ValueError(f"problem {name!r} needs {entry.size.describe()}; "
+                         f"got n={n}")
+    return entry.build(n)
+
+
+def all_problems(scalable_n: int | None = None) -> list[Problem]:
+    """Build every built-in problem, in name order.
+
+    Parameters
+    ----------
+    scalable_n : int, optional
+        Dimension for the scalable problems.  Each uses the smallest allowed
+        dimension >= ``scalable_n`` (clipped to its allowed range, e.g. 31 for
+        Watson), so one value serves problems that need even ``n``, multiples
+        of 3 or 4, or perfect squares.  Default: each problem's own default.
+
+    Returns
+    -------
+    list of Problem
+    """
+    out = []
+    for name in names():
+        size = _REGISTRY[name].size
+        if size is None:
+            out.append(get(name))
+        elif scalable_n is None:
+            out.append(get(name))
+        else:
+            out.append(get(name, size.nearest(int(scalable_n))))
+    return out
+
+
+def sum_of_squares(residuals: Callable[[np.ndarray], Any]) -> Objective:
+    """Objective ``f(x) = sum(r(x)**2)`` for a vectorised residual function."""
+    def fun(x: np.ndarray) -> Any:
+        r = residuals(x)
+        return np.sum(r * r)
+    fun.__doc__ = residuals.__doc__
+    return fun
+
+
+def as_array(values: Any) -> np.ndarray:
+    """Copy ``values`` into a fresh 1-D float64 array."""
+    return np.array(values, dtype=np.float64).reshape(-1)
