@@ -1,0 +1,1 @@
+"""The AD core: IR, tracing, primitives and transforms."""

@@ -1,0 +1,32 @@
+"""Engines run Programs: a Program in, arrays out.
+
+``numpy`` is the reference evaluator. Engines are looked up by name so the API can
+take ``engine="numpy"`` and a compiled engine can plug in under the same programs.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..program import Program
+
+Runner = Callable[..., tuple]
+
+ENGINES: dict[str, Callable[[Program], Runner]] = {}
+
+
+def register(name: str, compile_fn: Callable[[Program], Runner]) -> None:
+    """Make ``compile_fn(program) -> run(*inputs) -> tuple of outputs`` available by name."""
+    ENGINES[name] = compile_fn
+
+
+def compile_program(program: Program, engine: str = "numpy") -> Runner:
+    """Compile ``program`` with the named engine."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; available: {sorted(ENGINES)}")
+    return ENGINES[engine](program)
+
+
+from . import numpy_eval  # noqa: E402  (registers the reference engine)
+
+__all__ = ["compile_program", "register", "ENGINES", "numpy_eval"]

@@ -1,0 +1,763 @@
+"""NumPy semantics on top of the primitives.
+
+Each function here takes what its NumPy namesake takes (Vars, arrays, Python numbers)
+and writes it in primitives: ``np.mean`` is a sum and a division, ``np.dot`` and
+``np.matmul`` are einsums, ``np.roll`` is a concatenation of two slices, indexing is
+slicing plus a gather. Plain arrays in, plain NumPy out: with no Var among the
+arguments, ``bind`` evaluates directly.
+
+The tables ``UFUNCS`` and ``FUNCTIONS`` serve Var's ``__array_ufunc__`` and
+``__array_function__`` (NEP 13 / NEP 18), so ordinary ``np.*`` calls trace.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import string
+from typing import Any, Sequence
+
+import numpy as np
+
+from .primitives import elementwise as ew
+from .primitives import linalg as la
+from .primitives import reductions as rd
+from .primitives import structural as st
+from .primitives.core import shape_of
+from .trace import Var
+
+UFUNCS: dict[str, Any] = {}
+FUNCTIONS: dict[Any, Any] = {}
+
+
+def implements(*numpy_funcs):
+    """Register ``fn`` as the traced version of NumPy functions."""
+    def register(fn):
+        for f in numpy_funcs:
+            FUNCTIONS[f] = fn
+        return fn
+    return register
+
+
+def asvar_or_array(x: Any) -> Any:
+    return x if isinstance(x, Var) else np.asarray(x)
+
+
+def _ndim(x: Any) -> int:
+    return len(shape_of(x))
+
+
+def _is_var(x: Any) -> bool:
+    return isinstance(x, Var)
+
+
+def _normalize_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < max(ndim, 1):
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        return tuple(sorted(_normalize_axis(a, ndim) for a in axis))
+    return (_normalize_axis(axis, ndim),)
+
+
+# ---- elementwise ----------------------------------------------------------------------
+
+def _float(x):
+    if _is_var(x) and x.dtype.kind != "f":
+        return ew.convert(x, dtype="float64")
+    return x
+
+
+add, subtract, multiply = ew.add, ew.sub, ew.mul
+negative = ew.neg
+maximum, minimum = ew.maximum_p, ew.minimum_p
+
+
+def positive(x): return x
+def true_divide(x, y): return ew.div(x, y)
+def exp(x): return ew.exp_p(x)
+def log(x): return ew.log_p(x)
+def log1p(x): return ew.log1p_p(x)
+def expm1(x): return ew.expm1_p(x)
+def sqrt(x): return ew.sqrt_p(x)
+def square(x): return ew.square_p(x)
+def reciprocal(x): return ew.reciprocal_p(_float(x))
+def sin(x): return ew.sin_p(x)
+def cos(x): return ew.cos_p(x)
+def tan(x): return ew.tan_p(x)
+def arcsin(x): return ew.arcsin_p(x)
+def arccos(x): return ew.arccos_p(x)
+def arctan(x): return ew.arctan_p(x)
+def sinh(x): return ew.sinh_p(x)
+def cosh(x): return ew.cosh_p(x)
+def tanh(x): return ew.tanh_p(x)
+def absolute(x): return ew.abs_p(x)
+def sign(x): return ew.sign_p(x)
+def floor(x): return ew.floor_p(x)
+def ceil(x): return ew.ceil_p(x)
+def arctan2(y, x): return ew.arctan2_p(y, x)
+def less(x, y): return ew.lt_p(x, y)
+def less_equal(x, y): return ew.le_p(x, y)
+def greater(x, y): return ew.gt_p(x, y)
+def greater_equal(x, y): return ew.ge_p(x, y)
+def equal(x, y): return ew.eq_p(x, y)
+def not_equal(x, y): return ew.ne_p(x, y)
+def logical_and(x, y): return ew.logical_and_p(x, y)
+def logical_or(x, y): return ew.logical_or_p(x, y)
+def logical_not(x): return ew.logical_not_p(x)
+def log2(x): return ew.div(log(x), math.log(2.0))
+def log10(x): return ew.div(log(x), math.log(10.0))
+def exp2(x): return exp(ew.mul(x, math.log(2.0)))
+def hypot(x, y): return sqrt(ew.add(square(x), square(y)))
+def stop_gradient(x): return ew.stop_gradient(x)
+
+
+def power(x, y):
+    """``x ** y``; integer exponents become ``integer_pow`` (exact, defined for x ≤ 0)."""
+    if not _is_var(y):
+        y_arr = np.asarray(y)
+        if y_arr.shape == () and float(y_arr) == int(y_arr) and abs(int(y_arr)) <= 64:
+            n = int(y_arr)
+            if n == 1:
+                return _float(x)
+            if n == 2:
+                return square(_float(x))
+            if n == 0 and _is_var(x):
+                return ones_like(x)
+            return ew.integer_pow(x, n=n)
+        if y_arr.shape == () and float(y_arr) == 0.5:
+            return sqrt(x)
+    return ew.pow(x, y)
+
+
+def logaddexp(x, y):
+    m = stop_gradient(maximum(x, y))
+    return ew.add(m, log(ew.add(exp(ew.sub(x, m)), exp(ew.sub(y, m)))))
+
+
+def where(condition, x=None, y=None):
+    if x is None or y is None:
+        raise NotImplementedError("np.where(condition) with one argument returns indices whose "
+                                  "number depends on values; it cannot be traced. Use "
+                                  "np.where(condition, a, b).")
+    if not _is_var(condition):
+        condition = np.asarray(condition, dtype=bool)
+    elif condition.dtype != np.bool_:
+        condition = ew.ne_p(condition, 0)
+    return ew.select(condition, x, y)
+
+
+def clip(a, a_min=None, a_max=None, **kwargs):
+    _no_kwargs("clip", kwargs, {"min": None, "max": None})
+    a_min = kwargs.get("min", a_min)
+    a_max = kwargs.get("max", a_max)
+    if a_min is not None:
+        a = maximum(a, a_min)
+    if a_max is not None:
+        a = minimum(a, a_max)
+    return a
+
+
+def _no_kwargs(name: str, kwargs: dict, allowed: dict | None = None) -> None:
+    allowed = allowed or {}
+    bad = [k for k, v in kwargs.items() if k not in allowed and v is not None]
+    if bad:
+        raise NotImplementedError(f"newtonad's np.{name} does not support the argument(s) {bad}")
+
+
+# ---- reductions -------------------------------------------------------------------------
+
+def _reduce(prim_fn, x, axis, keepdims):
+    axes = _axes(axis, _ndim(x))
+    out = prim_fn(x, axes=axes) if axes else x
+    if keepdims:
+        out = st.reshape(out, rd.keepdims_shape(shape_of(x), axes))
+    return out
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    _no_kwargs("sum", {"out": out, **kwargs}, {"initial": None, "where": None})
+    return _reduce(rd.reduce_sum, _float(a) if dtype is not None else a, axis, keepdims)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    _no_kwargs("prod", {"out": out, **kwargs})
+    return _reduce(rd.reduce_prod, a, axis, keepdims)
+
+
+def max(a, axis=None, out=None, keepdims=False, **kwargs):
+    _no_kwargs("max", {"out": out, **kwargs})
+    return _reduce(rd.reduce_max, a, axis, keepdims)
+
+
+def min(a, axis=None, out=None, keepdims=False, **kwargs):
+    _no_kwargs("min", {"out": out, **kwargs})
+    return _reduce(rd.reduce_min, a, axis, keepdims)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    _no_kwargs("mean", {"out": out, **kwargs})
+    axes = _axes(axis, _ndim(a))
+    count = int(np.prod([shape_of(a)[i] for i in axes], dtype=np.int64))
+    return ew.div(sum(a, axis, keepdims=keepdims), float(count))
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+    _no_kwargs("var", {"out": out, **kwargs})
+    axes = _axes(axis, _ndim(a))
+    count = int(np.prod([shape_of(a)[i] for i in axes], dtype=np.int64))
+    centred = ew.sub(a, mean(a, axis, keepdims=True))
+    return ew.div(sum(square(centred), axis, keepdims=keepdims), float(count - ddof))
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+    return sqrt(var(a, axis, dtype, out, ddof, keepdims, **kwargs))
+
+
+def logsumexp(a, axis=None, keepdims=False):
+    """``log(sum(exp(a)))`` computed stably (as scipy.special.logsumexp)."""
+    m = stop_gradient(max(a, axis, keepdims=True))
+    s = log(sum(exp(ew.sub(a, m)), axis, keepdims=True))
+    out = ew.add(s, m)
+    if not keepdims:
+        out = st.reshape(out, shape_of(sum(a, axis)))
+    return out
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    _no_kwargs("cumsum", {"out": out})
+    if axis is None:
+        a, axis = ravel(a), 0
+    return rd.cumsum(a, axis=_normalize_axis(axis, _ndim(a)))
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    _no_kwargs("diff", {"prepend": prepend, "append": append})
+    axis = _normalize_axis(axis, _ndim(a))
+    for _ in range(n):
+        size = shape_of(a)[axis]
+        a = ew.sub(_take_range(a, axis, 1, size), _take_range(a, axis, 0, size - 1))
+    return a
+
+
+def _take_range(a, axis: int, start: int, stop: int | None, step: int = 1):
+    shape = shape_of(a)
+    slices = [(0, n, 1) for n in shape[:axis]] + [(start, stop, step)]
+    return st.slice_(a, slices)
+
+
+# ---- linear algebra (everything is einsum) -------------------------------------------
+
+_LETTERS = string.ascii_letters
+
+
+def einsum(subscripts, *operands, optimize=None, **kwargs):
+    _no_kwargs("einsum", kwargs)
+    subscripts = subscripts.replace(" ", "")
+    if "." in subscripts:
+        raise NotImplementedError("einsum with '...' is not supported; spell the indices out")
+    if "->" not in subscripts:  # implicit mode: output is the once-used indices, sorted
+        counts = {c: subscripts.count(c) for c in subscripts if c.isalpha()}
+        subscripts += "->" + "".join(sorted(c for c, n in counts.items() if n == 1))
+    lhs, out = subscripts.split("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError(f"einsum {subscripts!r} names {len(terms)} operands, got {len(operands)}")
+    if len(operands) == 1:
+        return _einsum_single(terms[0], out, operands[0])
+    # Contract left to right, keeping the indices that are still needed later.
+    acc, acc_terms = operands[0], terms[0]
+    for i in range(1, len(operands)):
+        later = out + "".join(terms[i + 1:])
+        keep = "".join(dict.fromkeys(c for c in acc_terms + terms[i] if c in later))
+        spec = f"{acc_terms},{terms[i]}->{out if i == len(operands) - 1 else keep}"
+        acc, acc_terms = la.einsum(spec, acc, operands[i]), spec.split("->")[1]
+    return acc
+
+
+def _einsum_single(term: str, out: str, x):
+    if len(set(term)) != len(term):
+        raise NotImplementedError("single-operand einsum with repeated indices (traces, "
+                                  "diagonals) is not supported")
+    summed = tuple(i for i, c in enumerate(term) if c not in out)
+    kept = "".join(c for c in term if c in out)
+    x = rd.reduce_sum(x, axes=summed) if summed else x
+    return st.transpose(x, tuple(kept.index(c) for c in out))
+
+
+def dot(a, b, out=None):
+    _no_kwargs("dot", {"out": out})
+    na, nb = _ndim(a), _ndim(b)
+    if na == 0 or nb == 0:
+        return ew.mul(a, b)
+    la_ = _LETTERS[:na]
+    if nb == 1:
+        return la.einsum(f"{la_},{la_[-1]}->{la_[:-1]}", a, b)
+    lb = _LETTERS[na:na + nb - 2] + la_[-1] + _LETTERS[na + nb - 2]
+    return la.einsum(f"{la_},{lb}->{la_[:-1] + lb[:-2] + lb[-1]}", a, b)
+
+
+def matmul(a, b, out=None, **kwargs):
+    _no_kwargs("matmul", {"out": out, **kwargs})
+    na, nb = _ndim(a), _ndim(b)
+    if na == 0 or nb == 0:
+        raise ValueError("matmul: input operand does not have enough dimensions")
+    if na == 1 and nb == 1:
+        return la.einsum("i,i->", a, b)
+    if na == 1:
+        return la.einsum(f"j,{_batch(nb - 2)}jk->{_batch(nb - 2)}k", a, b)
+    if nb == 1:
+        return la.einsum(f"{_batch(na - 2)}ij,j->{_batch(na - 2)}i", a, b)
+    batch = np.broadcast_shapes(shape_of(a)[:-2], shape_of(b)[:-2])
+    a = st.broadcast_to(a, batch + shape_of(a)[-2:])
+    b = st.broadcast_to(b, batch + shape_of(b)[-2:])
+    p = _batch(len(batch))
+    return la.einsum(f"{p}ij,{p}jk->{p}ik", a, b)
+
+
+def _batch(n: int) -> str:
+    return _LETTERS[26 - n:26] if n else ""  # upper letters of the lowercase range end
+
+
+def vdot(a, b):
+    return la.einsum("i,i->", ravel(a), ravel(b))
+
+
+def inner(a, b):
+    if _ndim(a) == 0 or _ndim(b) == 0:
+        return ew.mul(a, b)
+    na, nb = _ndim(a), _ndim(b)
+    sa = _LETTERS[:na - 1] + "z"
+    sb = _LETTERS[na - 1:na + nb - 2] + "z"
+    return la.einsum(f"{sa},{sb}->{sa[:-1] + sb[:-1]}", a, b)
+
+
+def outer(a, b, out=None):
+    _no_kwargs("outer", {"out": out})
+    return la.einsum("i,j->ij", ravel(a), ravel(b))
+
+
+def tensordot(a, b, axes=2):
+    na, nb = _ndim(a), _ndim(b)
+    if isinstance(axes, int):
+        axes_a, axes_b = list(range(na - axes, na)), list(range(axes))
+    else:
+        axes_a, axes_b = ([axes[0]] if isinstance(axes[0], int) else list(axes[0]),
+                          [axes[1]] if isinstance(axes[1], int) else list(axes[1]))
+    axes_a = [_normalize_axis(i, na) for i in axes_a]
+    axes_b = [_normalize_axis(i, nb) for i in axes_b]
+    sa = list(_LETTERS[:na])
+    sb = list(_LETTERS[na:na + nb])
+    for i, j in zip(axes_a, axes_b):
+        sb[j] = sa[i]
+    out = [c for i, c in enumerate(sa) if i not in axes_a] + [c for j, c in enumerate(sb) if j not in axes_b]
+    return la.einsum(f"{''.join(sa)},{''.join(sb)}->{''.join(out)}", a, b)
+
+
+def trace(a, offset=0, axis1=0, axis2=1):
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1)
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    if _ndim(a) != 2 or (axis1, axis2) != (0, 1):
+        raise NotImplementedError("newtonad's np.diagonal supports 2-D arrays with default axes")
+    n, m = shape_of(a)
+    rows = np.arange(builtins.max(0, -offset), builtins.min(n, m - offset))
+    return st.gather(ravel(a), rows * m + rows + offset, 0)
+
+
+def diag(v, k=0):
+    if _ndim(v) == 2:
+        return diagonal(v, k)
+    if _ndim(v) != 1 or k != 0:
+        raise NotImplementedError("newtonad's np.diag supports a 1-D v with k=0 or a 2-D matrix")
+    n = shape_of(v)[0]
+    return ew.mul(st.reshape(v, (n, 1)), np.eye(n))
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """Vector norms (ord None/2, 1, inf, -inf, p) and the Frobenius norm of a matrix."""
+    if axis is None and ord in (None, "fro"):
+        return sqrt(sum(square(x), axis=None, keepdims=keepdims))
+    if axis is None:
+        if _ndim(x) != 1:
+            raise NotImplementedError("newtonad's norm supports matrix norms only for ord='fro'")
+        axis = 0
+    if ord in (None, 2):
+        return sqrt(sum(square(x), axis=axis, keepdims=keepdims))
+    if ord == 1:
+        return sum(absolute(x), axis=axis, keepdims=keepdims)
+    if ord == np.inf:
+        return max(absolute(x), axis=axis, keepdims=keepdims)
+    if ord == -np.inf:
+        return min(absolute(x), axis=axis, keepdims=keepdims)
+    return power(sum(power(absolute(x), ord), axis=axis, keepdims=keepdims), 1.0 / ord)
+
+
+# ---- shapes -------------------------------------------------------------------------------
+
+def reshape(a, newshape=None, order="C", *, shape=None):
+    if order != "C":
+        raise NotImplementedError("only order='C' reshapes are supported")
+    newshape = shape if shape is not None else newshape
+    if isinstance(newshape, (int, np.integer)):
+        newshape = (int(newshape),)
+    newshape = list(newshape)
+    size = int(np.prod(shape_of(a), dtype=np.int64))
+    if -1 in newshape:
+        i = newshape.index(-1)
+        rest = int(np.prod([n for j, n in enumerate(newshape) if j != i], dtype=np.int64))
+        newshape[i] = size // rest if rest else 0
+    return st.reshape(a, tuple(newshape))
+
+
+def ravel(a, order="C"):
+    return reshape(a, (-1,), order)
+
+
+def transpose(a, axes=None):
+    n = _ndim(a)
+    axes = tuple(reversed(range(n))) if axes is None else tuple(_normalize_axis(i, n) for i in axes)
+    return st.transpose(a, axes)
+
+
+def swapaxes(a, axis1, axis2):
+    n = _ndim(a)
+    perm = list(range(n))
+    i, j = _normalize_axis(axis1, n), _normalize_axis(axis2, n)
+    perm[i], perm[j] = perm[j], perm[i]
+    return st.transpose(a, perm)
+
+
+def moveaxis(a, source, destination):
+    n = _ndim(a)
+    src = [_normalize_axis(s, n) for s in np.atleast_1d(source)]
+    dst = [_normalize_axis(d, n) for d in np.atleast_1d(destination)]
+    order = [i for i in range(n) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return st.transpose(a, order)
+
+
+def expand_dims(a, axis):
+    shape = list(shape_of(a))
+    axes = sorted(_normalize_axis(i, len(shape) + len(np.atleast_1d(axis)))
+                  for i in np.atleast_1d(axis))
+    for i in axes:
+        shape.insert(i, 1)
+    return st.reshape(a, tuple(shape))
+
+
+def squeeze(a, axis=None):
+    shape = shape_of(a)
+    axes = tuple(i for i, n in enumerate(shape) if n == 1) if axis is None else _axes(axis, len(shape))
+    for i in axes:
+        if shape[i] != 1:
+            raise ValueError(f"cannot squeeze axis {i} of size {shape[i]}")
+    return st.reshape(a, tuple(n for i, n in enumerate(shape) if i not in axes))
+
+
+def broadcast_to(array, shape, subok=False):
+    return st.broadcast_to(array, tuple(np.atleast_1d(shape).tolist()) if not isinstance(shape, tuple) else shape)
+
+
+def atleast_1d(a):
+    return reshape(a, (1,)) if _ndim(a) == 0 else a
+
+
+def atleast_2d(a):
+    return reshape(a, (1,) + shape_of(a)) if _ndim(a) < 2 else a
+
+
+def concatenate(arrays, axis=0, out=None, **kwargs):
+    _no_kwargs("concatenate", {"out": out, **kwargs})
+    arrays = [asvar_or_array(a) for a in arrays]
+    if axis is None:
+        arrays, axis = [ravel(a) for a in arrays], 0
+    return st.concatenate(arrays, _normalize_axis(axis, _ndim(arrays[0])))
+
+
+def stack(arrays, axis=0, out=None, **kwargs):
+    _no_kwargs("stack", {"out": out, **kwargs})
+    arrays = [asvar_or_array(a) for a in arrays]
+    axis = _normalize_axis(axis, _ndim(arrays[0]) + 1)
+    return st.concatenate([expand_dims(a, axis) for a in arrays], axis)
+
+
+def hstack(tup, **kwargs):
+    arrays = [atleast_1d(asvar_or_array(a)) for a in tup]
+    return concatenate(arrays, 0 if _ndim(arrays[0]) == 1 else 1)
+
+
+def vstack(tup, **kwargs):
+    return concatenate([atleast_2d(asvar_or_array(a)) for a in tup], 0)
+
+
+def flip(m, axis=None):
+    n = _ndim(m)
+    axes = _axes(axis, n)
+    slices = [(n_ - 1, None, -1) if i in axes else (0, n_, 1) for i, n_ in enumerate(shape_of(m))]
+    return st.slice_(m, slices)
+
+
+def roll(a, shift, axis=None):
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), shape_of(a))
+    if isinstance(axis, (tuple, list)):
+        shifts = np.broadcast_to(shift, (len(axis),))
+        for s, ax in zip(shifts, axis):
+            a = roll(a, int(s), ax)
+        return a
+    axis = _normalize_axis(axis, _ndim(a))
+    n = shape_of(a)[axis]
+    s = int(shift) % n if n else 0
+    if s == 0:
+        return a
+    return st.concatenate([_take_range(a, axis, n - s, n), _take_range(a, axis, 0, n - s)], axis)
+
+
+def tile(A, reps):
+    reps = tuple(np.atleast_1d(reps).tolist())
+    shape = shape_of(A)
+    d = builtins.max(len(shape), len(reps))
+    shape = (1,) * (d - len(shape)) + shape
+    reps = (1,) * (d - len(reps)) + reps
+    x = st.reshape(A, tuple(v for n in shape for v in (1, n)))
+    x = st.broadcast_to(x, tuple(v for r, n in zip(reps, shape) for v in (r, n)))
+    return st.reshape(x, tuple(r * n for r, n in zip(reps, shape)))
+
+
+def repeat(a, repeats, axis=None):
+    if np.ndim(repeats) != 0:
+        raise NotImplementedError("newtonad's np.repeat supports one repeat count for all elements")
+    r = int(repeats)
+    if axis is None:
+        a, axis = ravel(a), 0
+    shape = shape_of(a)
+    axis = _normalize_axis(axis, len(shape))
+    x = st.reshape(a, shape[:axis + 1] + (1,) + shape[axis + 1:])
+    x = st.broadcast_to(x, shape[:axis + 1] + (r,) + shape[axis + 1:])
+    return st.reshape(x, shape[:axis] + (shape[axis] * r,) + shape[axis + 1:])
+
+
+def pad(array, pad_width, mode="constant", **kwargs):
+    shape = shape_of(array)
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (len(shape), 2))
+    if mode == "constant":
+        value = kwargs.pop("constant_values", 0)
+        _no_kwargs("pad", kwargs)
+        if np.ndim(value) != 0:
+            raise NotImplementedError("pad: per-axis constant_values are not supported")
+        out_shape = tuple(int(n + lo + hi) for n, (lo, hi) in zip(shape, widths))
+        slices = [(int(lo), int(lo + n), 1) for n, (lo, hi) in zip(shape, widths)]
+        out = st.unslice(array, out_shape, slices)
+        if value != 0:
+            border = np.full(out_shape, float(value))
+            border[tuple(slice(*s) for s in slices)] = 0.0
+            out = ew.add(out, border)
+        return out
+    _no_kwargs("pad", kwargs)
+    if mode not in ("edge", "wrap", "reflect", "symmetric"):
+        raise NotImplementedError(f"pad mode {mode!r} is not supported (constant, edge, wrap, "
+                                  "reflect, symmetric are)")
+    for axis, (lo, hi) in enumerate(widths):
+        n = shape_of(array)[axis]
+        index = np.arange(-int(lo), n + int(hi))
+        if mode == "edge":
+            index = np.clip(index, 0, n - 1)
+        elif mode == "wrap":
+            index = index % n
+        else:  # reflect excludes the edge, symmetric repeats it
+            period = 2 * n - 2 if mode == "reflect" else 2 * n
+            index = np.abs(index + (0 if mode == "reflect" else 0.5)) % period
+            index = np.where(index >= n, period - index - (0 if mode == "reflect" else 1), index)
+            index = np.floor(index).astype(np.int64)
+        array = st.gather(array, np.asarray(index, dtype=np.int64), axis)
+    return array
+
+
+def take(a, indices, axis=None, out=None, mode=None):
+    _no_kwargs("take", {"out": out, "mode": mode})
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = _normalize_axis(axis, _ndim(a))
+    return st.gather(a, _normalize_index(indices, shape_of(a)[axis]), axis)
+
+
+def zeros_like(a, dtype=None, **kwargs):
+    return full_like(a, 0.0, dtype)
+
+
+def ones_like(a, dtype=None, **kwargs):
+    return full_like(a, 1.0, dtype)
+
+
+def full_like(a, fill_value, dtype=None, **kwargs):
+    dtype = np.dtype(dtype or (a.dtype if _is_var(a) else np.asarray(a).dtype))
+    c = Var(np.asarray(fill_value, dtype=dtype), const=True)
+    shape = shape_of(a)
+    return c if shape == () else st.broadcast_to(c, shape)
+
+
+def astype(x, dtype, copy=True):
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f" and _is_var(x) and x.dtype.kind == "f":
+        raise TypeError(f"astype({dtype}) of a float array has no derivative; newtonad only "
+                        "converts to float64 (use np.floor / np.round for rounding)")
+    return ew.convert(x, dtype=dtype.name) if shape_of(x) is not None else x
+
+
+def copy(a, **kwargs):
+    return a
+
+
+# ---- indexing -----------------------------------------------------------------------------
+
+def _normalize_index(idx, n: int):
+    """Integer index arrays: constants checked and made non-negative; traced ones wrapped."""
+    if _is_var(idx):
+        if idx.dtype.kind not in "iu":
+            raise IndexError(f"arrays used as indices must be integers, got {idx.dtype}")
+        return ew.select(ew.lt_p(idx, 0), ew.add(idx, n), idx)
+    idx = np.asarray(idx)
+    if idx.dtype.kind not in "iu":
+        raise IndexError(f"arrays used as indices must be integers or booleans, got {idx.dtype}")
+    if idx.size and (idx.max() >= n or idx.min() < -n):
+        raise IndexError(f"index {idx.max() if idx.max() >= n else idx.min()} is out of bounds "
+                         f"for axis of size {n}")
+    return np.where(idx < 0, idx + n, idx).astype(np.int64)
+
+
+def _is_array_index(k) -> bool:
+    return _is_var(k) or isinstance(k, (list, np.ndarray))
+
+
+def getitem(x, key):
+    """NumPy indexing: basic slicing, None, Ellipsis, integer and boolean arrays."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    # Constant boolean masks become integer indices (their count is known now).
+    expanded = []
+    for k in key:
+        if _is_var(k) and k.dtype == np.bool_:
+            raise IndexError("boolean mask indexing with a traced mask selects a value-dependent "
+                             "number of elements and cannot be traced; use np.where(mask, x, 0)")
+        if isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype == np.bool_:
+            expanded.extend(np.nonzero(np.asarray(k)))
+        else:
+            expanded.append(k)
+    key = tuple(expanded)
+    n_real = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
+    if builtins.sum(1 for k in key if k is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis")
+    ndim = _ndim(x)
+    if n_real > ndim:
+        raise IndexError(f"too many indices: array is {ndim}-dimensional, but {n_real} were indexed")
+    if Ellipsis in [k for k in key if not _is_array_index(k)]:
+        i = next(i for i, k in enumerate(key) if k is Ellipsis and not _is_array_index(k))
+        key = key[:i] + (slice(None),) * (ndim - n_real) + key[i + 1:]
+    key = key + (slice(None),) * (ndim - n_real - builtins.sum(1 for k in key if k is Ellipsis))
+    advanced = any(_is_array_index(k) for k in key)
+    if advanced and any(k is None for k in key):
+        raise NotImplementedError("mixing None (np.newaxis) with integer-array indexing is not "
+                                  "supported; add the axis with np.expand_dims afterwards")
+    shape = shape_of(x)
+    slices, squeeze_axes, out_shape, adv = [], [], [], []
+    axis = 0
+    for k in key:
+        if k is None:
+            out_shape.append(1)
+            continue
+        n = shape[axis]
+        if isinstance(k, slice):
+            s = st.normalize_slice(k, n)
+            slices.append(s)
+            out_shape.append(len(range(n)[slice(*s)]))
+        elif _is_array_index(k) or advanced:  # integers join the advanced indices
+            adv.append((axis, k))
+            slices.append((0, n, 1))
+            out_shape.append(n)
+        else:
+            i = int(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            i %= n
+            slices.append((i, i + 1, 1))
+            squeeze_axes.append(len(out_shape))
+            out_shape.append(1)
+        axis += 1
+    x = st.slice_(x, slices)
+    if adv:
+        return _advanced(x, adv)
+    out_shape_final = [n for i, n in enumerate(out_shape) if i not in squeeze_axes]
+    return st.reshape(x, tuple(out_shape_final))
+
+
+def _advanced(x, adv):
+    """Gather for integer-array indices (NumPy's rules for where result axes go)."""
+    shape = shape_of(x)
+    axes = [a for a, _ in adv]
+    idxs = [_normalize_index(k, shape[a]) for a, k in adv]
+    contiguous = axes == list(range(axes[0], axes[0] + len(axes)))
+    if not contiguous:  # NumPy puts the broadcast index axes first
+        rest = [i for i in range(len(shape)) if i not in axes]
+        x = st.transpose(x, axes + rest)
+        shape = shape_of(x)
+        axes = list(range(len(axes)))
+    p = axes[0]
+    if len(axes) == 1:
+        return st.gather(x, idxs[0], p)
+    # Several index arrays: merge their axes and use one flat (row-major) index.
+    sizes = [shape[a] for a in axes]
+    strides = [int(np.prod(sizes[i + 1:], dtype=np.int64)) for i in range(len(sizes))]
+    flat = idxs[0] if strides[0] == 1 else ew.mul(idxs[0], strides[0])
+    for idx, s in zip(idxs[1:], strides[1:]):
+        flat = ew.add(flat, idx if s == 1 else ew.mul(idx, s))
+    merged = st.reshape(x, shape[:p] + (int(np.prod(sizes)),) + shape[p + len(axes):])
+    return st.gather(merged, flat, p)
+
+
+# ---- dispatch tables ----------------------------------------------------------------------
+
+for _name in ["add", "subtract", "multiply", "negative", "positive", "true_divide", "power",
+              "exp", "log", "log1p", "expm1", "sqrt", "square", "reciprocal", "sin", "cos",
+              "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "absolute", "sign",
+              "floor", "ceil", "arctan2", "less", "less_equal", "greater", "greater_equal",
+              "equal", "not_equal", "logical_and", "logical_or", "logical_not", "maximum",
+              "minimum", "log2", "log10", "exp2", "hypot", "logaddexp"]:
+    UFUNCS[_name] = globals()[_name]
+UFUNCS["divide"] = true_divide
+UFUNCS["fabs"] = absolute
+UFUNCS["fmax"] = maximum
+UFUNCS["fmin"] = minimum
+
+# ufunc.reduce on a Var (np.add.reduce, np.maximum.reduce, …)
+UFUNC_REDUCE = {"add": sum, "multiply": prod, "maximum": max, "minimum": min}
+
+_np_functions = {
+    np.sum: sum, np.prod: prod, np.max: max, np.amax: max, np.min: min, np.amin: min,
+    np.mean: mean, np.var: var, np.std: std, np.cumsum: cumsum, np.diff: diff,
+    np.dot: dot, np.matmul: matmul, np.vdot: vdot, np.inner: inner, np.outer: outer,
+    np.einsum: einsum, np.tensordot: tensordot, np.trace: trace, np.diagonal: diagonal,
+    np.diag: diag, np.linalg.norm: norm,
+    np.reshape: reshape, np.ravel: ravel, np.transpose: transpose, np.swapaxes: swapaxes,
+    np.moveaxis: moveaxis, np.expand_dims: expand_dims, np.squeeze: squeeze,
+    np.broadcast_to: broadcast_to, np.atleast_1d: atleast_1d, np.atleast_2d: atleast_2d,
+    np.concatenate: concatenate, np.stack: stack, np.hstack: hstack, np.vstack: vstack,
+    np.flip: flip, np.roll: roll, np.tile: tile, np.repeat: repeat, np.pad: pad,
+    np.take: take, np.where: where, np.clip: clip, np.zeros_like: zeros_like,
+    np.ones_like: ones_like, np.full_like: full_like, np.empty_like: zeros_like,
+    np.copy: copy, np.shape: shape_of, np.ndim: _ndim, np.size: lambda a, axis=None: (
+        int(np.prod(shape_of(a))) if axis is None else shape_of(a)[axis]),
+    np.result_type: lambda *args: np.result_type(*[a.dtype if _is_var(a) else a for a in args]),
+}
+if hasattr(np, "concat"):
+    _np_functions[np.concat] = concatenate
+if hasattr(np, "permute_dims"):
+    _np_functions[np.permute_dims] = transpose
+FUNCTIONS.update(_np_functions)

@@ -1,0 +1,121 @@
+"""The Primitive object and the rules that every family shares.
+
+Rules are data (JAX's autodidax): a primitive is a small named object, and each of
+its rules is one short entry next to it:
+
+* ``shape``: abstract evaluation, ``Slot``s in, the output ``Slot`` out;
+* ``impl``: the NumPy reference evaluation;
+* ``jvp``: ``(primals, tangents, out, **params) -> tangent of out``. Tangents are
+  *frames*: a tangent at a slot of shape ``s`` with ``k`` directions has shape
+  ``s + (k,)``. A missing tangent is ``None`` (a symbolic zero), and a rule may
+  return ``None``. Rules are written with the ops of this package, so the derived
+  program can itself be differentiated again;
+* ``transpose`` (linear primitives only): ``(ct, *args, **params) -> cotangent per
+  argument``. Linear arguments arrive as :class:`UndefPrimal`; the others are the
+  known values (residuals). ``None`` means a zero cotangent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..program import ArrayConst, Slot
+from ..trace import Var, bind
+
+REGISTRY: dict[str, "Primitive"] = {}
+
+
+class Primitive:
+    """A named operation with its rules (see the module docstring)."""
+
+    def __init__(self, name: str, *, impl: Callable, shape: Callable,
+                 jvp: Callable | None = None, transpose: Callable | None = None):
+        if name in REGISTRY:
+            raise ValueError(f"primitive {name!r} is defined twice")
+        self.name = name
+        self.impl = impl
+        self.shape_rule = shape
+        self.jvp = jvp
+        self.transpose = transpose
+        REGISTRY[name] = self
+
+    @property
+    def linear(self) -> bool:
+        return self.transpose is not None
+
+    def abstract_eval(self, *avals: Slot, **params: Any) -> Slot:
+        return self.shape_rule(*avals, **params)
+
+    def __call__(self, *args: Any, **params: Any) -> Any:
+        return bind(self, *args, **params)
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __reduce__(self):  # pickle by name: programs can be sent to other processes
+        return (REGISTRY.__getitem__, (self.name,))
+
+
+class UndefPrimal:
+    """Marks a linear argument of a transpose rule (autodidax's ``UndefPrimal``)."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: Slot):
+        self.aval = aval
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    def __repr__(self) -> str:
+        return f"UndefPrimal({self.aval})"
+
+
+def is_undef(x: Any) -> bool:
+    return isinstance(x, UndefPrimal)
+
+
+def aval_of(x: Any) -> Slot:
+    """The abstract value of a Var, UndefPrimal or array-like."""
+    if isinstance(x, (Var, UndefPrimal)):
+        return x.aval
+    a = np.asarray(x)
+    return Slot(tuple(a.shape), a.dtype.name)
+
+
+def shape_of(x: Any) -> tuple[int, ...]:
+    return aval_of(x).shape
+
+
+# ---- const -------------------------------------------------------------------------
+
+def _const_impl(*, value: Any, dtype: str) -> np.ndarray:
+    if isinstance(value, ArrayConst):
+        return value.array
+    return np.asarray(value, dtype=dtype)
+
+
+def _const_shape(*, value: Any, dtype: str) -> Slot:
+    shape = value.array.shape if isinstance(value, ArrayConst) else ()
+    return Slot(tuple(shape), dtype)
+
+
+const_p = Primitive("const", impl=_const_impl, shape=_const_shape)
+
+
+def zeros(shape: tuple[int, ...], dtype: str = "float64") -> Any:
+    """A float zero array of ``shape``, as a broadcast scalar (never materialised in code)."""
+    from .structural import broadcast_to
+
+    z = Var(np.zeros((), dtype=dtype), const=True)
+    return z if shape == () else broadcast_to(z, shape)
+
+
+def full(shape: tuple[int, ...], value: float, dtype: str = "float64") -> Any:
+    from .structural import broadcast_to
+
+    c = Var(np.asarray(value, dtype=dtype), const=True)
+    return c if shape == () else broadcast_to(c, shape)

@@ -1,0 +1,260 @@
+"""Structural primitives: reshape, transpose, broadcast, slicing, concatenation, gather.
+
+All are linear in their array operand. Their jvp applies the same operation to the
+tangent frame, extended by the frame's trailing column axis; their transposes move
+cotangents back (a slice's transpose embeds into zeros, a gather's is a scatter-add).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..program import Slot
+from .core import Primitive, UndefPrimal, shape_of, zeros
+from .elementwise import unbroadcast
+
+
+def _frame_cols(t: Any, primal_ndim: int) -> tuple[int, ...]:
+    """The trailing column axis of a frame (empty for a primal)."""
+    return shape_of(t)[primal_ndim:]
+
+
+# ---- reshape ---------------------------------------------------------------------------
+
+def _reshape_shape(x: Slot, *, shape: tuple[int, ...]) -> Slot:
+    if int(np.prod(shape, dtype=np.int64)) != x.size:
+        raise ValueError(f"cannot reshape an array of shape {x.shape} into shape {shape}")
+    return Slot(tuple(shape), x.dtype)
+
+
+reshape_p = Primitive(
+    "reshape", impl=lambda x, *, shape: np.reshape(x, shape), shape=_reshape_shape,
+    jvp=lambda p, t, out, *, shape: reshape(t[0], shape + _frame_cols(t[0], p[0].ndim)),
+    transpose=lambda ct, x, *, shape: [reshape(ct, x.shape)])
+
+
+def reshape(x, shape):
+    shape = tuple(int(n) for n in shape)
+    return x if shape_of(x) == shape else reshape_p(x, shape=shape)
+
+
+# ---- transpose ---------------------------------------------------------------------------
+
+def _transpose_shape(x: Slot, *, perm: tuple[int, ...]) -> Slot:
+    if sorted(perm) != list(range(x.ndim)):
+        raise ValueError(f"axes {perm} are not a permutation of the {x.ndim} axes")
+    return Slot(tuple(x.shape[i] for i in perm), x.dtype)
+
+
+def _with_frame(perm: tuple[int, ...], t: Any) -> tuple[int, ...]:
+    return perm + tuple(range(len(perm), len(shape_of(t))))
+
+
+transpose_p = Primitive(
+    "transpose", impl=lambda x, *, perm: np.transpose(x, perm), shape=_transpose_shape,
+    jvp=lambda p, t, out, *, perm: transpose(t[0], _with_frame(perm, t[0])),
+    transpose=lambda ct, x, *, perm: [transpose(ct, _with_frame(tuple(np.argsort(perm).tolist()), ct))])
+
+
+def transpose(x, perm):
+    perm = tuple(int(i) for i in perm)
+    return x if perm == tuple(range(len(perm))) else transpose_p(x, perm=perm)
+
+
+# ---- broadcast_to (NumPy rules: new leading axes, size-1 axes stretched) ------------------
+
+def _broadcast_shape(x: Slot, *, shape: tuple[int, ...]) -> Slot:
+    if np.broadcast_shapes(x.shape, shape) != tuple(shape):
+        raise ValueError(f"cannot broadcast shape {x.shape} to {shape}")
+    return Slot(tuple(shape), x.dtype)
+
+
+def _broadcast_jvp(primals, tangents, out, *, shape):
+    t = tangents[0]
+    # A frame x.shape + (k,) right-aligns with shape + (k,): NumPy's rule does the rest.
+    return broadcast_to(t, shape + _frame_cols(t, primals[0].ndim))
+
+
+broadcast_to_p = Primitive(
+    "broadcast_to", impl=lambda x, *, shape: np.broadcast_to(x, shape),
+    shape=_broadcast_shape, jvp=_broadcast_jvp,
+    transpose=lambda ct, x, *, shape: [unbroadcast(ct, x.shape)])
+
+
+def broadcast_to(x, shape):
+    shape = tuple(int(n) for n in shape)
+    return x if shape_of(x) == shape else broadcast_to_p(x, shape=shape)
+
+
+# ---- slice and its transpose, unslice (embed into zeros) --------------------------------
+# A slice is a tuple of (start, stop, step) per leading axis, normalised so that the
+# Python slice(start, stop, step) selects exactly the intended elements (stop may be
+# None for a negative step running through index 0).
+
+def _slice_len(n: int, start: int, stop: int | None, step: int) -> int:
+    return len(range(n)[slice(start, stop, step)])
+
+
+def _as_slices(slices) -> tuple[slice, ...]:
+    return tuple(slice(a, b, c) for a, b, c in slices)
+
+
+def _slice_shape(x: Slot, *, slices) -> Slot:
+    if len(slices) > x.ndim:
+        raise ValueError(f"too many slices ({len(slices)}) for shape {x.shape}")
+    lens = tuple(_slice_len(n, *s) for n, s in zip(x.shape, slices))
+    return Slot(lens + x.shape[len(slices):], x.dtype)
+
+
+slice_p = Primitive(
+    "slice", impl=lambda x, *, slices: np.asarray(x)[_as_slices(slices)], shape=_slice_shape,
+    jvp=lambda p, t, out, *, slices: slice_(t[0], slices),
+    transpose=lambda ct, x, *, slices: [unslice(ct, x.shape, slices)])
+
+
+def _unslice_impl(y, *, shape, slices):
+    y = np.asarray(y)
+    out = np.zeros(shape + y.shape[len(shape):], dtype=y.dtype)
+    out[_as_slices(slices)] = y
+    return out
+
+
+def _unslice_shape(y: Slot, *, shape, slices) -> Slot:
+    inner = _slice_shape(Slot(tuple(shape), y.dtype), slices=slices)
+    if inner.shape != y.shape[:len(shape)]:
+        raise ValueError(f"cannot place shape {y.shape} at {slices} of shape {shape}")
+    return Slot(tuple(shape) + y.shape[len(shape):], y.dtype)
+
+
+unslice_p = Primitive(
+    "unslice", impl=_unslice_impl, shape=_unslice_shape,
+    jvp=lambda p, t, out, *, shape, slices: unslice(t[0], shape, slices),
+    transpose=lambda ct, y, *, shape, slices: [slice_(ct, slices)])
+
+
+def slice_(x, slices):
+    slices = tuple((int(a), None if b is None else int(b), int(c)) for a, b, c in slices)
+    shape = shape_of(x)
+    if all(_slice_len(n, *s) == n and s[2] == 1 for n, s in zip(shape, slices)):
+        return x
+    return slice_p(x, slices=slices)
+
+
+def unslice(y, shape, slices):
+    """Zeros of ``shape`` (plus ``y``'s trailing frame axes) with ``y`` at ``slices``."""
+    return unslice_p(y, shape=tuple(int(n) for n in shape),
+                     slices=tuple((int(a), None if b is None else int(b), int(c))
+                                  for a, b, c in slices))
+
+
+def normalize_slice(s: slice, n: int) -> tuple[int, int | None, int]:
+    start, stop, step = s.indices(n)
+    if step < 0 and stop < 0:
+        stop = None
+    return (start, stop, step)
+
+
+# ---- concatenate ---------------------------------------------------------------------------
+
+def _concat_shape(*xs: Slot, axis: int) -> Slot:
+    first = xs[0]
+    if not 0 <= axis < first.ndim:
+        raise ValueError(f"axis {axis} is out of range for shape {first.shape}")
+    for x in xs[1:]:
+        if x.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(zip(x.shape, first.shape))
+                                       if i != axis):
+            raise ValueError(f"cannot concatenate shapes {[x.shape for x in xs]} along axis {axis}")
+    size = sum(x.shape[axis] for x in xs)
+    dtype = np.result_type(*(np.dtype(x.dtype) for x in xs)).name
+    return Slot(first.shape[:axis] + (size,) + first.shape[axis + 1:], dtype)
+
+
+def _concat_jvp(primals, tangents, out, *, axis):
+    k = next(shape_of(t)[-1] for t in tangents if t is not None)
+    parts = [t if t is not None else zeros(shape_of(p) + (k,)) for p, t in zip(primals, tangents)]
+    return concatenate(parts, axis)
+
+
+def _concat_transpose(ct, *xs, axis):
+    cts, start = [], 0
+    for x in xs:
+        n = shape_of(x)[axis]
+        if isinstance(x, UndefPrimal):
+            s = [(0, m, 1) for m in shape_of(ct)[:axis]] + [(start, start + n, 1)]
+            cts.append(slice_(ct, s))
+        else:
+            cts.append(None)
+        start += n
+    return cts
+
+
+concatenate_p = Primitive(
+    "concatenate", impl=lambda *xs, axis: np.concatenate(xs, axis=axis), shape=_concat_shape,
+    jvp=_concat_jvp, transpose=_concat_transpose)
+
+
+def concatenate(xs, axis):
+    xs = list(xs)
+    return xs[0] if len(xs) == 1 else concatenate_p(*xs, axis=int(axis))
+
+
+# ---- gather (np.take along an axis) and scatter_add, its transpose -----------------------
+
+def _gather_shape(x: Slot, idx: Slot, *, axis: int) -> Slot:
+    if np.dtype(idx.dtype).kind not in "iu":
+        raise TypeError(f"gather needs integer indices, got {idx.dtype}")
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"axis {axis} is out of range for shape {x.shape}")
+    return Slot(x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype)
+
+
+def _gather_transpose(ct, x, idx, *, axis):
+    if isinstance(idx, UndefPrimal):
+        raise ValueError("gather is not linear in its indices")
+    return [scatter_add(ct, idx, axis, x.shape), None]
+
+
+gather_p = Primitive(
+    "gather", impl=lambda x, idx, *, axis: np.take(x, idx, axis=axis), shape=_gather_shape,
+    jvp=lambda p, t, out, *, axis: None if t[0] is None else gather(t[0], p[1], axis),
+    transpose=_gather_transpose)
+
+
+def _scatter_add_impl(y, idx, *, axis, shape):
+    y = np.asarray(y)
+    idx = np.asarray(idx)
+    full_shape = tuple(shape) + y.shape[axis + idx.ndim + len(shape) - axis - 1:]
+    out = np.zeros(full_shape, dtype=y.dtype)
+    moved = np.moveaxis(out, axis, 0)
+    # Bring the gathered axes to the front, matching np.add.at's first-axis indexing.
+    y_front = np.moveaxis(y, tuple(range(axis, axis + idx.ndim)), tuple(range(idx.ndim)))
+    np.add.at(moved, idx, y_front)
+    return out
+
+
+def _scatter_add_shape(y: Slot, idx: Slot, *, axis: int, shape) -> Slot:
+    expected = tuple(shape[:axis]) + idx.shape + tuple(shape[axis + 1:])
+    if y.shape[:len(expected)] != expected:
+        raise ValueError(f"scatter_add of shape {y.shape} does not fit indices {idx.shape} "
+                         f"into {shape} along axis {axis}")
+    return Slot(tuple(shape) + y.shape[len(expected):], y.dtype)
+
+
+def _scatter_add_transpose(ct, y, idx, *, axis, shape):
+    return [gather(ct, idx, axis), None]
+
+
+scatter_add_p = Primitive(
+    "scatter_add", impl=_scatter_add_impl, shape=_scatter_add_shape,
+    jvp=lambda p, t, out, *, axis, shape: None if t[0] is None else scatter_add(t[0], p[1], axis, shape),
+    transpose=_scatter_add_transpose)
+
+
+def gather(x, idx, axis):
+    return gather_p(x, idx, axis=int(axis))
+
+
+def scatter_add(y, idx, axis, shape):
+    return scatter_add_p(y, idx, axis=int(axis), shape=tuple(int(n) for n in shape))

@@ -1,0 +1,180 @@
+"""The IR: straight-line programs of slots and steps (seed 000).
+
+A :class:`Program` has slots, each holding an array of a fixed shape and dtype, and
+runs a sequence of steps, each writing one slot from slots written earlier. The
+slots no step writes are the program's inputs (the roots of its computation graph);
+the slots it returns are its outputs (the targets). Constants are steps with no
+inputs. A program is immutable and hashable by structure, so compiled code can be
+keyed by it.
+
+The IR knows nothing of tracing, differentiation or compilation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Slot:
+    """The abstract value held by a slot: a shape and a dtype name."""
+
+    shape: Shape
+    dtype: str = "float64"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __str__(self) -> str:
+        short = {"float64": "f64", "bool": "bool", "int64": "i64"}.get(self.dtype, self.dtype)
+        return f"{short}[{','.join(map(str, self.shape))}]"
+
+
+class ArrayConst:
+    """A constant array carried in a step's params, hashed by its bytes."""
+
+    __slots__ = ("array", "_digest")
+
+    def __init__(self, array: np.ndarray):
+        array = np.ascontiguousarray(array)
+        array.setflags(write=False)
+        self.array = array
+        h = hashlib.blake2b(digest_size=16)
+        h.update(str((array.shape, array.dtype.str)).encode())
+        h.update(array.tobytes())
+        self._digest = h.hexdigest()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ArrayConst) and other._digest == self._digest
+
+    def __hash__(self) -> int:
+        return hash(self._digest)
+
+    def __repr__(self) -> str:
+        a = self.array
+        if a.size <= 4:
+            return np.array2string(a, separator=",").replace("\n", "")
+        return f"<{a.dtype}{list(a.shape)} {self._digest[:8]}>"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: ``output = primitive(*inputs, **params)``.
+
+    ``params`` is a sorted tuple of ``(name, value)`` pairs with hashable values.
+    """
+
+    primitive: Any  # a newtonad.ad.primitives.Primitive; kept untyped to stay a leaf module
+    inputs: tuple[int, ...]
+    params: tuple[tuple[str, Any], ...]
+    output: int
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.params)
+
+
+@dataclass(frozen=True)
+class Program:
+    """An immutable straight-line program.
+
+    Attributes
+    ----------
+    slots : tuple of Slot
+        The abstract value of every slot, indexed by slot number.
+    steps : tuple of Step
+        The steps in execution order; each writes a distinct slot.
+    inputs : tuple of int
+        The root slots, in call order.
+    outputs : tuple of int
+        The target slots, in return order (a slot may appear more than once).
+    """
+
+    slots: tuple[Slot, ...]
+    steps: tuple[Step, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.validate()
+        object.__setattr__(self, "_hash", hash((self.slots, self.steps, self.inputs, self.outputs)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Program):
+            return NotImplemented
+        return self._hash == other._hash and (self.slots, self.steps, self.inputs, self.outputs) == (
+            other.slots, other.steps, other.inputs, other.outputs)
+
+    @property
+    def key(self) -> str:
+        """A stable hex digest of the program's structure (for disk caches)."""
+        return hashlib.blake2b(str(self).encode() + repr([
+            s.params for s in self.steps]).encode(), digest_size=16).hexdigest()
+
+    @property
+    def in_slots(self) -> tuple[Slot, ...]:
+        return tuple(self.slots[i] for i in self.inputs)
+
+    @property
+    def out_slots(self) -> tuple[Slot, ...]:
+        return tuple(self.slots[i] for i in self.outputs)
+
+    def validate(self) -> None:
+        """Check that every slot is written once, before it is read, with the right shape."""
+        written = set(self.inputs)
+        if len(written) != len(self.inputs):
+            raise ValueError("a slot is listed twice among the program's inputs")
+        for step in self.steps:
+            for i in step.inputs:
+                if i not in written:
+                    raise ValueError(f"step {step.primitive} reads slot s{i} before it is written")
+            if step.output in written:
+                raise ValueError(f"slot s{step.output} is written twice")
+            written.add(step.output)
+            expected = step.primitive.abstract_eval(*(self.slots[i] for i in step.inputs), **step.kwargs)
+            if expected != self.slots[step.output]:
+                raise ValueError(f"step {step.primitive} writes {self.slots[step.output]} "
+                                 f"but its shape rule gives {expected}")
+        for i in self.outputs:
+            if i not in written:
+                raise ValueError(f"output slot s{i} is never written")
+
+    def consumers(self) -> dict[int, list[int]]:
+        """Map each slot to the indices of the steps that read it (fan-out)."""
+        users: dict[int, list[int]] = {}
+        for n, step in enumerate(self.steps):
+            for i in step.inputs:
+                users.setdefault(i, []).append(n)
+        return users
+
+    def __str__(self) -> str:
+        def name(i: int) -> str:
+            return f"s{i}:{self.slots[i]}"
+
+        lines = [f"program({', '.join(name(i) for i in self.inputs)})"]
+        for step in self.steps:
+            args = ", ".join(f"s{i}" for i in step.inputs)
+            params = ", ".join(f"{k}={v!r}" for k, v in step.params)
+            call = ", ".join(x for x in (args, params) if x)
+            lines.append(f"  {name(step.output)} = {step.primitive}({call})")
+        lines.append(f"  return {', '.join(f's{i}' for i in self.outputs)}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"<Program {len(self.inputs)} inputs, {len(self.steps)} steps, "
+                f"{len(self.outputs)} outputs>")

@@ -1,0 +1,353 @@
+"""Tracing: seed 002's Var / Op expression graph, and its conversion to Programs.
+
+A :class:`Var` is a node of an expression graph. It holds an abstract value
+(:class:`~newtonad.ad.program.Slot`: shape and dtype), optionally a concrete value,
+and its ``creator``: the :class:`Op` (primitive, argument Vars, params) that made it.
+Three kinds of Var exist:
+
+* a *tracer* root has no value: tracing a function on tracers records its Ops
+  without computing anything (abstract tracing, for compiled use);
+* an *eager* Var (``newtonad.Var(value)``) has a value; Ops on it compute their value
+  as they are recorded, and ``backward()`` pulls gradients through the graph;
+* a *constant* Var wraps a value that is not differentiated (a NumPy array or a
+  Python number met during tracing).
+
+:func:`bind` is the single entry point through which every primitive is applied, and
+:func:`to_program` turns the graph reachable from some outputs into a
+:class:`~newtonad.ad.program.Program` by a topological sort, eliminating dead code
+and common subexpressions as it goes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import numpy as np
+
+from .program import ArrayConst, Program, Slot, Step
+
+if TYPE_CHECKING:
+    from .primitives.core import Primitive
+
+_ids = itertools.count()
+
+
+class TracerBoolError(TypeError):
+    """Raised when traced code asks for the concrete value of a tracer."""
+
+
+class Op:
+    """The creator of a Var: a primitive applied to argument Vars with params."""
+
+    __slots__ = ("primitive", "args", "params")
+
+    def __init__(self, primitive: Primitive, args: tuple[Var, ...], params: dict[str, Any]):
+        self.primitive = primitive
+        self.args = args
+        self.params = params
+
+    def __repr__(self) -> str:
+        return f"Op({self.primitive}, {len(self.args)} args)"
+
+    def backward(self, out_grad: np.ndarray) -> list[np.ndarray | None]:
+        """Pull ``out_grad`` back to each argument (seed 002's ``Op.backward``).
+
+        Returns the cotangent of each argument, ``None`` for constants. The pull-back
+        is derived, not written by hand: vjp of a one-step program.
+        """
+        from .transforms import op_vjp
+
+        return op_vjp(self, out_grad)
+
+
+class Var:
+    """A node of the expression graph; see the module docstring.
+
+    Parameters
+    ----------
+    value : array_like
+        The concrete value of a new eager leaf, e.g. ``Var(np.array([0.5, 2.0]))``.
+        Integer values are converted to float64.
+    """
+
+    __slots__ = ("aval", "value", "creator", "grad", "const", "id", "__weakref__")
+    __array_priority__ = 1000
+
+    def __init__(self, value: Any = None, *, aval: Slot | None = None,
+                 creator: Op | None = None, const: bool = False):
+        if aval is None:
+            value = np.asarray(value)
+            if not const and value.dtype.kind in "biu":
+                value = value.astype(np.float64)
+            aval = Slot(tuple(value.shape), value.dtype.name)
+        self.aval = aval
+        self.value = value
+        self.creator = creator
+        self.grad: np.ndarray | None = None
+        self.const = const
+        self.id = next(_ids)
+
+    # ---- abstract value ----------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.aval.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.aval.shape)
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        if self.value is not None:
+            return f"Var({np.array2string(np.asarray(self.value), threshold=8)})"
+        return f"Var<{self.aval}>"
+
+    # ---- concrete value: refused while tracing ------------------------------------
+    def _concrete(self, what: str) -> np.ndarray:
+        if self.value is None:
+            raise TracerBoolError(
+                f"{what} needs the value of a traced array, but newtonad traces your function "
+                f"once for all inputs of shape {self.shape}, without values. Value-dependent "
+                "Python control flow (if/while on array values, float(x), bool(x), x.item()) "
+                "cannot be traced: write the branch with np.where(condition, a, b) (or "
+                "np.maximum / np.minimum / np.clip) so both sides are computed and selected "
+                "elementwise.")
+        return np.asarray(self.value)
+
+    def __bool__(self) -> bool:
+        return bool(self._concrete("bool(x) or `if x`"))
+
+    def __float__(self) -> float:
+        return float(self._concrete("float(x)"))
+
+    def __int__(self) -> int:
+        return int(self._concrete("int(x)"))
+
+    def __index__(self) -> int:
+        return int(self._concrete("using an array as an index").__index__())
+
+    def item(self) -> Any:
+        return self._concrete("x.item()").item()
+
+    def tolist(self) -> Any:
+        return self._concrete("x.tolist()").tolist()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        value = self._concrete("np.asarray(x) or np.array([...]) of traced values (use np.stack "
+                               "to build an array from traced parts)")
+        return np.asarray(value, dtype=dtype)
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    # ---- seed 002: backward --------------------------------------------------------
+    def backward(self, grad: Any = None) -> None:
+        """Accumulate d(self)/d(v) into ``v.grad`` for every non-constant Var ``v`` above.
+
+        Runs the graph's Ops in reverse topological order, each pulling its output's
+        cotangent back to its arguments, and adds cotangents arriving at one Var along
+        several paths (seed 002). ``grad`` is the upstream cotangent (1 by default for a
+        scalar).
+        """
+        if self.value is None:
+            raise TypeError("backward() needs an eager Var (made with newtonad.Var(value)); "
+                            "use newtonad.grad for traced functions")
+        if grad is None:
+            if self.shape != ():
+                raise ValueError(f"backward() without an explicit grad needs a scalar, got "
+                                 f"shape {self.shape}; pass grad= of that shape")
+            grad = np.ones(())
+        cts: dict[int, np.ndarray] = {self.id: np.asarray(grad, dtype=np.float64)}
+        for var in reversed(toposort([self])):
+            ct = cts.pop(var.id, None)
+            if ct is None or var.const:
+                continue
+            var.grad = ct if var.grad is None else var.grad + ct
+            if var.creator is None:
+                continue
+            for arg, arg_ct in zip(var.creator.args, var.creator.backward(ct)):
+                if arg_ct is not None and not arg.const:
+                    cts[arg.id] = arg_ct if arg.id not in cts else cts[arg.id] + arg_ct
+
+
+def is_float(aval: Slot) -> bool:
+    return np.dtype(aval.dtype).kind == "f"
+
+
+def const_var(value: Any, like: Var | None = None) -> Var:
+    """Wrap a non-differentiated value; Python scalars take a float Var's dtype."""
+    if isinstance(value, (bool, np.bool_)):
+        arr = np.asarray(value)
+    elif isinstance(value, (int, float)) and like is not None and like.dtype.kind == "f":
+        arr = np.asarray(value, dtype=like.dtype)
+    elif isinstance(value, float):
+        arr = np.asarray(value, dtype=np.float64)
+    else:
+        arr = np.asarray(value)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"newtonad cannot use a value of dtype {arr.dtype} in a traced function")
+    if arr.dtype.kind == "f" and arr.dtype != np.float64:
+        arr = arr.astype(np.float64)
+    if arr.dtype.kind in "iu" and arr.dtype != np.int64:
+        arr = arr.astype(np.int64)
+    return Var(arr, const=True)
+
+
+def bind(primitive: Primitive, *args: Any, **params: Any) -> Any:
+    """Apply ``primitive`` to ``args``; record an Op when any argument is a Var.
+
+    With no Var among the arguments this is plain NumPy evaluation. Arguments that
+    are all constants fold to a constant.
+    """
+    if not any(isinstance(a, Var) for a in args):
+        return primitive.impl(*args, **params)
+    like = next(a for a in args if isinstance(a, Var))
+    vargs = tuple(a if isinstance(a, Var) else const_var(a, like) for a in args)
+    aval = primitive.abstract_eval(*(a.aval for a in vargs), **params)
+    if all(a.const for a in vargs) and aval.size <= max([1] + [a.size for a in vargs]):
+        # Constant folding; expansions (broadcasts of a scalar zero, say) stay steps so
+        # that large constant arrays are never baked into programs.
+        return Var(primitive.impl(*(a.value for a in vargs), **params), const=True)
+    value = None
+    if all(a.value is not None for a in vargs):
+        value = np.asarray(primitive.impl(*(a.value for a in vargs), **params))
+    return Var(value, aval=aval, creator=Op(primitive, vargs, params))
+
+
+def new_tracer(aval: Slot) -> Var:
+    """A fresh abstract root."""
+    return Var(aval=aval)
+
+
+def toposort(outputs: Iterable[Var], stop: int = -1) -> list[Var]:
+    """Vars reachable from ``outputs`` in an order where arguments come first.
+
+    Vars with ``id < stop`` are treated as leaves (they belong to an enclosing trace).
+    Iterative, so deep graphs do not hit Python's recursion limit.
+    """
+    order: list[Var] = []
+    seen: set[int] = set()
+    for root in outputs:
+        if root.id in seen:
+            continue
+        stack: list[tuple[Var, bool]] = [(root, False)]
+        while stack:
+            var, expanded = stack.pop()
+            if expanded:
+                order.append(var)
+                continue
+            if var.id in seen:
+                continue
+            seen.add(var.id)
+            stack.append((var, True))
+            if var.creator is not None and var.id >= stop:
+                for arg in reversed(var.creator.args):
+                    if arg.id not in seen:
+                        stack.append((arg, False))
+    return order
+
+
+def to_program(inputs: Sequence[Var], outputs: Sequence[Var], stop: int = -1
+               ) -> tuple[Program, list[Var]]:
+    """Record the graph between ``inputs`` and ``outputs`` as a Program.
+
+    Returns the program and the list of *closed-over* Vars: leaves reached that are
+    neither inputs nor constants (eager Vars, or tracers of an enclosing trace). They
+    are appended to the program's inputs, after ``inputs``, so a derived program can be
+    inlined back into the enclosing graph with them as data. Vars created before id
+    ``stop`` count as leaves. Dead steps are dropped and identical steps shared.
+    """
+    from .primitives.core import const_p
+
+    slots: list[Slot] = []
+    steps: list[Step] = []
+    slot_of: dict[int, int] = {}
+    memo: dict[tuple, int] = {}
+
+    def new_slot(aval: Slot) -> int:
+        slots.append(aval)
+        return len(slots) - 1
+
+    def add_step(primitive: Primitive, in_slots: tuple[int, ...], params: dict, aval: Slot) -> int:
+        key_params = tuple(sorted(params.items()))
+        key = (primitive, in_slots, key_params)
+        if key not in memo:
+            out = new_slot(aval)
+            steps.append(Step(primitive, in_slots, key_params, out))
+            memo[key] = out
+        return memo[key]
+
+    input_slots = []
+    for v in inputs:
+        if v.id in slot_of:
+            raise ValueError("the same Var is given twice as a program input")
+        slot_of[v.id] = new_slot(v.aval)
+        input_slots.append(slot_of[v.id])
+    closed: list[Var] = []
+    for var in toposort(outputs, stop):
+        if var.id in slot_of:
+            continue
+        if var.const:
+            slot_of[var.id] = add_step(const_p, (), const_params(var.value), var.aval)
+        elif var.creator is None or var.id < stop:
+            slot_of[var.id] = new_slot(var.aval)
+            input_slots.append(slot_of[var.id])
+            closed.append(var)
+        else:
+            op = var.creator
+            in_slots = tuple(slot_of[a.id] for a in op.args)
+            slot_of[var.id] = add_step(op.primitive, in_slots, op.params, var.aval)
+    program = Program(tuple(slots), tuple(steps), tuple(input_slots),
+                      tuple(slot_of[v.id] for v in outputs))
+    return program, closed
+
+
+def const_params(value: np.ndarray) -> dict[str, Any]:
+    """Params of a ``const`` step: scalars inline, arrays by digest."""
+    value = np.asarray(value)
+    if value.shape == ():
+        return {"value": value.item(), "dtype": value.dtype.name}
+    return {"value": ArrayConst(value), "dtype": value.dtype.name}
+
+
+def interpret(program: Program, args: Sequence[Any]) -> list[Any]:
+    """Run ``program`` on Vars (or arrays) by binding each step: inlines it into a trace."""
+    if len(args) != len(program.inputs):
+        raise ValueError(f"program takes {len(program.inputs)} inputs, got {len(args)}")
+    env: dict[int, Any] = dict(zip(program.inputs, args))
+    for step in program.steps:
+        env[step.output] = bind(step.primitive, *(env[i] for i in step.inputs), **step.kwargs)
+    return [env[i] for i in program.outputs]
+
+
+def trace_function(fun, avals: Sequence[Slot], *, wrap=None) -> tuple[Program, list[Var]]:
+    """Trace ``fun`` on fresh tracers of ``avals`` into a Program.
+
+    ``wrap`` post-processes the result (e.g. to check it is a scalar). Returns the
+    program (its outputs are the flattened results) and its closed-over Vars.
+    """
+    start = next(_ids)
+    tracers = [new_tracer(a) for a in avals]
+    out = fun(*tracers)
+    if wrap is not None:
+        out = wrap(out)
+    outs = [o if isinstance(o, Var) else const_var(o) for o in (out if isinstance(out, tuple) else (out,))]
+    return to_program(tracers, outs, stop=start)

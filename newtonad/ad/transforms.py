@@ -1,0 +1,358 @@
+"""Program transformations: jvp, partial_eval, transpose, and what they compose into.
+
+Following seed 001 (and JAX's autodidax), each primitive has a jvp rule and only the
+linear ones have a transpose rule; everything else is derived:
+
+* ``linearize = partial_eval ∘ jvp``: the jvp program split into a primal program
+  (primal inputs → outputs and residuals) and a structurally linear program
+  (residuals and tangent frames → output tangent frames);
+* ``vjp = transpose ∘ linearize``: the reverse pass over the backpropagation graph,
+  cotangents accumulated by addition where a slot has several consumers (seed 000);
+* ``hvp = jvp ∘ grad``: forward-over-reverse, a frame of k velocity columns sharing
+  the gradient's single cotangent column (seed 000's third pass).
+
+Every transform maps Programs to Programs by re-binding steps on fresh tracers, so
+derived programs are ordinary programs: they can be simplified, compiled, inlined
+into an enclosing trace, and differentiated again.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Sequence
+
+import numpy as np
+
+from .primitives.core import UndefPrimal, const_p, zeros
+from .primitives.elementwise import add_any, mul, neg
+from .primitives.structural import broadcast_to, reshape
+from .program import Program, Slot
+from .trace import Op, Var, bind, interpret, is_float, new_tracer, to_program
+
+
+def _build(inputs: Sequence[Var], outputs: Sequence[Any]) -> Program:
+    """A program from fresh roots to outputs (None outputs are symbolic zeros)."""
+    program, closed = to_program(inputs, outputs)
+    if closed:  # a bug in a rule: it reached a Var from outside this transform
+        raise RuntimeError("a transform produced a program with free variables")
+    return program
+
+
+def _tracers(slots: Sequence[Slot]) -> list[Var]:
+    return [new_tracer(s) for s in slots]
+
+
+def frame_slot(slot: Slot, k: int) -> Slot:
+    """The slot of a frame of ``k`` directions at ``slot``: shape ``s + (k,)``."""
+    return Slot(slot.shape + (k,), "float64")
+
+
+def _fit(t: Any, shape: tuple[int, ...]) -> Any:
+    """Bring a rule's tangent to the exact frame shape (scalar → broadcast, dtype)."""
+    if t.aval.dtype != "float64":
+        from .primitives.elementwise import convert
+
+        t = convert(t, dtype="float64")
+    return t if t.shape == shape else broadcast_to(t, shape)
+
+
+def select_outputs(program: Program, keep: Sequence[int]) -> Program:
+    """The same program returning only the outputs at positions ``keep`` (dead code dropped)."""
+    roots = _tracers(program.in_slots)
+    outs = interpret(program, roots)
+    return _build(roots, [outs[i] for i in keep])
+
+
+# ---- jvp ----------------------------------------------------------------------------------
+
+def jvp_program(program: Program, k: int, wrt: Sequence[int] = (0,)) -> Program:
+    """Forward mode over tangent frames of ``k`` columns.
+
+    Returns a program taking the original inputs followed by one tangent frame
+    (shape ``s + (k,)``) per input listed in ``wrt``, and returning the original
+    outputs followed by their tangent frames. Inputs not in ``wrt`` have zero
+    tangents, kept symbolic: no code is generated for them.
+    """
+    primals = _tracers(program.in_slots)
+    tangents_in = _tracers([frame_slot(program.slots[program.inputs[i]], k) for i in wrt])
+    env: dict[int, Any] = dict(zip(program.inputs, primals))
+    tenv: dict[int, Any] = {program.inputs[i]: t for i, t in zip(wrt, tangents_in)}
+    for step in program.steps:
+        args = [env[i] for i in step.inputs]
+        out = bind(step.primitive, *args, **step.kwargs)
+        env[step.output] = out
+        tangents = [tenv.get(i) for i in step.inputs]
+        if any(t is not None for t in tangents) and is_float(program.slots[step.output]):
+            t_out = step.primitive.jvp(args, tangents, out, **step.kwargs)
+            if t_out is not None:
+                tenv[step.output] = _fit(t_out, program.slots[step.output].shape + (k,))
+    outs = [env[i] for i in program.outputs]
+    touts = [tenv[i] if i in tenv else zeros(program.slots[i].shape + (k,))
+             for i in program.outputs]
+    return _build(primals + tangents_in, outs + touts)
+
+
+# ---- partial evaluation --------------------------------------------------------------------
+
+def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int
+                 ) -> tuple[Program, Program]:
+    """Split ``program`` by which inputs are known (seed 001).
+
+    A step is known when all its inputs are known. Steps that depend on no input at
+    all (constants) are recomputed wherever needed instead of being passed along.
+
+    Returns ``(known_program, unknown_program)``: the known program takes the known
+    inputs and returns the first ``n_known_outputs`` outputs followed by the residuals;
+    the unknown program takes the residuals followed by the unknown inputs and returns
+    the remaining outputs.
+    """
+    kind: dict[int, str] = {}  # slot -> "const" | "known" | "unknown"
+    for i, is_known in zip(program.inputs, known):
+        kind[i] = "known" if is_known else "unknown"
+    for step in program.steps:
+        kinds = {kind[i] for i in step.inputs}
+        kind[step.output] = ("unknown" if "unknown" in kinds else
+                             "known" if "known" in kinds else "const")
+    for i in program.outputs[:n_known_outputs]:
+        if kind[i] == "unknown":
+            raise ValueError("partial_eval: an output asked to be known depends on unknown inputs")
+
+    residuals: list[int] = []
+    for step in program.steps:
+        if kind[step.output] == "unknown":
+            residuals += [i for i in step.inputs if kind[i] == "known"]
+    residuals += [i for i in program.outputs[n_known_outputs:] if kind[i] == "known"]
+    residuals = list(dict.fromkeys(residuals))
+
+    known_in = [i for i, k in zip(program.inputs, known) if k]
+    unknown_in = [i for i, k in zip(program.inputs, known) if not k]
+
+    roots = _tracers([program.slots[i] for i in known_in])
+    env = dict(zip(known_in, roots))
+    for step in program.steps:
+        if kind[step.output] != "unknown":
+            env[step.output] = bind(step.primitive, *(env[i] for i in step.inputs), **step.kwargs)
+    known_program = _build(roots, [env[i] for i in program.outputs[:n_known_outputs]]
+                           + [env[i] for i in residuals])
+
+    res_roots = _tracers([program.slots[i] for i in residuals])
+    lin_roots = _tracers([program.slots[i] for i in unknown_in])
+    env = dict(zip(residuals, res_roots)) | dict(zip(unknown_in, lin_roots))
+    for step in program.steps:
+        if kind[step.output] != "known" and step.output not in env:
+            env[step.output] = bind(step.primitive, *(env[i] for i in step.inputs), **step.kwargs)
+    unknown_program = _build(res_roots + lin_roots,
+                             [env[i] for i in program.outputs[n_known_outputs:]])
+    return known_program, unknown_program
+
+
+def linearize_program(program: Program, k: int, wrt: Sequence[int] = (0,)
+                      ) -> tuple[Program, Program]:
+    """``linearize = partial_eval ∘ jvp``.
+
+    Returns ``(primal_program, linear_program)``: the primal program maps the inputs
+    to the outputs followed by residuals; the linear program maps the residuals
+    followed by one tangent frame per ``wrt`` input to the output tangent frames.
+    """
+    jp = jvp_program(program, k, wrt)
+    known = [True] * len(program.inputs) + [False] * len(wrt)
+    return partial_eval(jp, known, len(program.outputs))
+
+
+# ---- transpose -----------------------------------------------------------------------------
+
+def transpose_program(program: Program, linear: Sequence[bool]) -> Program:
+    """Transpose a program that is structurally linear in the inputs marked ``linear``.
+
+    The result takes the non-linear inputs followed by one cotangent per output and
+    returns one cotangent per linear input. Steps that do not depend on a linear input
+    run forward first; the linear ones run backwards over the backpropagation graph,
+    each pulling its output's cotangent back with its transpose rule, and a slot read
+    by several steps sums the cotangents that reach it (seed 000).
+    """
+    lin_slots = {i for i, is_lin in zip(program.inputs, linear) if is_lin}
+    fixed_in = [i for i, is_lin in zip(program.inputs, linear) if not is_lin]
+    roots = _tracers([program.slots[i] for i in fixed_in])
+    cts_in = _tracers([Slot(program.slots[i].shape, "float64") for i in program.outputs])
+    env = dict(zip(fixed_in, roots))
+
+    linear_steps = []
+    for step in program.steps:
+        if any(i in lin_slots for i in step.inputs):
+            lin_slots.add(step.output)
+            linear_steps.append(step)
+        else:
+            env[step.output] = bind(step.primitive, *(env[i] for i in step.inputs), **step.kwargs)
+
+    ct_env: dict[int, Any] = {}
+    for i, ct in zip(program.outputs, cts_in):
+        if i in lin_slots:
+            ct_env[i] = add_any(ct_env.get(i), ct)
+    for step in reversed(linear_steps):
+        ct = ct_env.pop(step.output, None)
+        if ct is None:
+            continue  # a symbolic zero: nothing flows back
+        if step.primitive.transpose is None:
+            raise ValueError(f"cannot transpose: {step.primitive} is not linear, but the program "
+                             "applies it to a linear input")
+        args = [UndefPrimal(program.slots[i]) if i in lin_slots else env[i] for i in step.inputs]
+        cts = step.primitive.transpose(ct, *args, **step.kwargs)
+        for i, c in zip(step.inputs, cts):
+            if c is not None and i in lin_slots:
+                ct_env[i] = add_any(ct_env.get(i), c)
+    outs = [ct_env[i] if i in ct_env else zeros(program.slots[i].shape)
+            for i, is_lin in zip(program.inputs, linear) if is_lin]
+    return _build(roots + cts_in, outs)
+
+
+# ---- composites: vjp, grad, hvp --------------------------------------------------------------
+
+def vjp_program(program: Program, k: int, wrt: Sequence[int] = (0,)) -> Program:
+    """``vjp = transpose ∘ linearize`` over cotangent frames of ``k`` columns.
+
+    Returns a program taking the inputs followed by one cotangent frame per output
+    (shape ``out + (k,)``) and returning the outputs followed by one cotangent frame
+    per ``wrt`` input.
+    """
+    primal, linear = linearize_program(program, k, wrt)
+    n_out = len(program.outputs)
+    n_res = len(primal.outputs) - n_out
+    pullback = transpose_program(linear, [False] * n_res + [True] * len(wrt))
+    xs = _tracers(program.in_slots)
+    ws = _tracers([frame_slot(s, k) for s in program.out_slots])
+    outs = interpret(primal, xs)
+    cts = interpret(pullback, outs[n_out:] + ws)
+    return simplify(_build(xs + ws, outs[:n_out] + cts))
+
+
+def _check_scalar(program: Program) -> None:
+    if len(program.outputs) != 1 or program.out_slots[0].shape != ():
+        shapes = [s.shape for s in program.out_slots]
+        raise ValueError(f"a gradient needs a function with one scalar output, got output "
+                         f"shapes {shapes}; reduce it (e.g. np.sum) or use jacobian / vjp")
+
+
+def value_and_grad_program(program: Program) -> Program:
+    """Inputs as ``program``; outputs ``(f, ∇f)`` with respect to the first input.
+
+    The reverse pass is vjp with the single cotangent 1 (seed 000).
+    """
+    _check_scalar(program)
+    vjp = vjp_program(program, 1)
+    xs = _tracers(program.in_slots)
+    one = Var(np.ones((1,)), const=True)
+    y, ct = interpret(vjp, xs + [one])
+    return simplify(_build(xs, [y, reshape(ct, program.in_slots[0].shape)]))
+
+
+@functools.lru_cache(maxsize=256)
+def grad_program(program: Program) -> Program:
+    """Inputs as ``program``; output ``∇f``."""
+    return select_outputs(value_and_grad_program(program), [1])
+
+
+def hvp_program(program: Program, k: int) -> Program:
+    """Forward-over-reverse: inputs ``(x, *args, V)``, outputs ``(∇f, H V)``.
+
+    The jvp of the gradient program, with a frame ``V`` of ``k`` velocity columns
+    that all share the gradient's single cotangent column.
+    """
+    return simplify(jvp_program(grad_program(program), k))
+
+
+def linearized_hvp(program: Program, k: int) -> tuple[Program, Program]:
+    """The HVP split once per point (seed 001's partial evaluation).
+
+    Returns ``(residual_program, linear_program)``: ``(x, *args) -> (∇f, *residuals)``
+    runs once per x, then ``(*residuals, V) -> H V`` costs only the linear pass for
+    each frame ``V``.
+    """
+    primal, linear = linearize_program(grad_program(program), k)
+    return simplify(primal), simplify(linear)
+
+
+# ---- simplification ----------------------------------------------------------------------------
+
+def _const_value(x: Any) -> np.ndarray | None:
+    if isinstance(x, Var):
+        return x.value if x.const else None
+    return np.asarray(x)
+
+
+def _is_scalar_const(x: Any, value: float) -> bool:
+    v = _const_value(x)
+    return v is not None and v.shape == () and v == value
+
+
+def _rewrite(step_prim, args: list, kwargs: dict, out_aval: Slot) -> Any:
+    """Algebraic identities that keep shape and dtype; ``None`` when none applies."""
+    name = step_prim.name
+    if name == "mul":
+        for a, b in ((args[0], args[1]), (args[1], args[0])):
+            if _is_scalar_const(b, 1.0) and a.aval == out_aval:
+                return a
+    elif name in ("add", "sub"):
+        if _is_scalar_const(args[1], 0.0) and args[0].aval == out_aval:
+            return args[0]
+        if name == "add" and _is_scalar_const(args[0], 0.0) and args[1].aval == out_aval:
+            return args[1]
+    elif name == "neg":
+        op = args[0].creator
+        if op is not None and op.primitive.name == "neg" and not args[0].const:
+            return op.args[0]
+    elif name == "reshape":
+        op = args[0].creator
+        if op is not None and op.primitive.name == "reshape" and not args[0].const:
+            return reshape(op.args[0], kwargs["shape"])
+    elif name == "convert" and args[0].aval.dtype == kwargs["dtype"]:
+        return args[0]
+    return None
+
+
+def simplify(program: Program) -> Program:
+    """Constant folding, algebraic identities, common subexpressions and dead code.
+
+    Folding happens in ``bind`` (all-constant steps), identities in ``_rewrite``,
+    and ``to_program`` shares identical steps and drops unreachable ones.
+    """
+    roots = _tracers(program.in_slots)
+    env: dict[int, Any] = dict(zip(program.inputs, roots))
+    for step in program.steps:
+        args = [env[i] for i in step.inputs]
+        if step.primitive is not const_p and all(isinstance(a, Var) for a in args):
+            replaced = _rewrite(step.primitive, args, step.kwargs, program.slots[step.output])
+            if replaced is not None:
+                env[step.output] = replaced
+                continue
+        env[step.output] = bind(step.primitive, *args, **step.kwargs)
+    return _build(roots, [env[i] for i in program.outputs])
+
+
+# ---- eager backward (seed 002) -------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1024)
+def _op_pullback(primitive, params: tuple, avals: tuple[Slot, ...], wrt: tuple[int, ...]):
+    from .engine.numpy_eval import compile_program
+
+    xs = _tracers(avals)
+    program = _build(xs, [bind(primitive, *xs, **dict(params))])
+    return compile_program(vjp_program(program, 1, wrt)), len(avals)
+
+
+def op_vjp(op: Op, out_ct: np.ndarray) -> list[np.ndarray | None]:
+    """Cotangents of an eager Op's arguments, from the vjp of its one-step program."""
+    wrt = tuple(i for i, a in enumerate(op.args) if not a.const and is_float(a.aval))
+    if not wrt:
+        return [None] * len(op.args)
+    params = tuple(sorted(op.params.items()))
+    run, n = _op_pullback(op.primitive, params, tuple(a.aval for a in op.args), wrt)
+    results = run(*[np.asarray(a.value) for a in op.args], np.asarray(out_ct)[..., None])
+    cts: list[np.ndarray | None] = [None] * len(op.args)
+    for i, ct in zip(wrt, results[1:]):
+        cts[i] = ct[..., 0]
+    return cts
+
+
+__all__ = ["jvp_program", "partial_eval", "linearize_program", "transpose_program",
+           "vjp_program", "value_and_grad_program", "grad_program", "hvp_program",
+           "linearized_hvp", "select_outputs", "simplify", "frame_slot", "mul", "neg", "op_vjp"]

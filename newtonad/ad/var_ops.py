@@ -1,0 +1,108 @@
+"""Operators, methods and NumPy protocols of Var, so plain NumPy code traces.
+
+``__array_ufunc__`` (NEP 13) and ``__array_function__`` (NEP 18) route ``np.sin(x)``,
+``np.sum(x)``, ``np.dot(A, x)`` … on a Var to :mod:`newtonad.ad.numpy_api`; an
+unsupported function raises NotImplementedError naming it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import numpy_api as npa
+from .trace import Var
+
+
+def _ufunc(self: Var, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    if kwargs.get("out") is not None:
+        raise NotImplementedError(f"np.{ufunc.__name__}(..., out=...) writes in place, which "
+                                  "cannot be traced; use the returned value")
+    kwargs.pop("out", None)
+    if method == "reduce" and ufunc.__name__ in npa.UFUNC_REDUCE:
+        return npa.UFUNC_REDUCE[ufunc.__name__](*inputs, **kwargs)
+    if method != "__call__" or ufunc.__name__ not in npa.UFUNCS:
+        what = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+        raise NotImplementedError(f"newtonad cannot trace numpy.{what}: it has no derivative "
+                                  "rule here. Supported ufuncs: " + ", ".join(sorted(npa.UFUNCS)))
+    if kwargs:
+        raise NotImplementedError(f"np.{ufunc.__name__} with arguments {sorted(kwargs)} "
+                                  "is not supported while tracing")
+    return npa.UFUNCS[ufunc.__name__](*inputs)
+
+
+def _function(self: Var, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+    impl = npa.FUNCTIONS.get(func)
+    if impl is None:
+        name = getattr(func, "__module__", "numpy").replace("numpy.", "np.") + "." + func.__name__
+        raise NotImplementedError(
+            f"newtonad cannot trace {name.replace('numpy', 'np')}: no derivative rule is "
+            "defined for it. Write it with supported operations, or see newtonad.numpy "
+            "for the functions that trace.")
+    return impl(*args, **kwargs)
+
+
+def _setitem(self: Var, key: Any, value: Any) -> None:
+    raise TypeError("newtonad arrays cannot be assigned into (x[i] = v) while tracing: build "
+                    "the result instead, e.g. np.where(mask, v, x), np.concatenate of pieces, "
+                    "or np.pad")
+
+
+def _binary(fn, reflected: bool = False):
+    if reflected:
+        return lambda self, other: fn(other, self)
+    return lambda self, other: fn(self, other)
+
+
+def install() -> None:
+    """Give Var NumPy's operators and array methods."""
+    ops = {
+        "add": npa.add, "sub": npa.subtract, "mul": npa.multiply, "truediv": npa.true_divide,
+        "pow": npa.power, "matmul": npa.matmul,
+    }
+    for name, fn in ops.items():
+        setattr(Var, f"__{name}__", _binary(fn))
+        setattr(Var, f"__r{name}__", _binary(fn, reflected=True))
+    for name, fn in {"lt": npa.less, "le": npa.less_equal, "gt": npa.greater,
+                     "ge": npa.greater_equal, "eq": npa.equal, "ne": npa.not_equal}.items():
+        setattr(Var, f"__{name}__", _binary(fn))
+    Var.__and__ = _binary(npa.logical_and)
+    Var.__or__ = _binary(npa.logical_or)
+    Var.__invert__ = lambda self: npa.logical_not(self)
+    Var.__neg__ = lambda self: npa.negative(self)
+    Var.__pos__ = lambda self: self
+    Var.__abs__ = lambda self: npa.absolute(self)
+    Var.__getitem__ = lambda self, key: npa.getitem(self, key)
+    Var.__setitem__ = _setitem
+    Var.__array_ufunc__ = _ufunc
+    Var.__array_function__ = _function
+    Var.T = property(lambda self: npa.transpose(self))
+    Var.mT = property(lambda self: npa.swapaxes(self, -1, -2))
+    Var.sum = lambda self, axis=None, keepdims=False, **kw: npa.sum(self, axis, keepdims=keepdims, **kw)
+    Var.mean = lambda self, axis=None, keepdims=False, **kw: npa.mean(self, axis, keepdims=keepdims, **kw)
+    Var.prod = lambda self, axis=None, keepdims=False, **kw: npa.prod(self, axis, keepdims=keepdims, **kw)
+    Var.max = lambda self, axis=None, keepdims=False, **kw: npa.max(self, axis, keepdims=keepdims, **kw)
+    Var.min = lambda self, axis=None, keepdims=False, **kw: npa.min(self, axis, keepdims=keepdims, **kw)
+    Var.var = lambda self, axis=None, ddof=0, keepdims=False: npa.var(self, axis, ddof=ddof, keepdims=keepdims)
+    Var.std = lambda self, axis=None, ddof=0, keepdims=False: npa.std(self, axis, ddof=ddof, keepdims=keepdims)
+    Var.cumsum = lambda self, axis=None: npa.cumsum(self, axis)
+    Var.dot = lambda self, other: npa.dot(self, other)
+    Var.reshape = lambda self, *shape, order="C": npa.reshape(
+        self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape, order)
+    Var.ravel = lambda self, order="C": npa.ravel(self, order)
+    Var.flatten = lambda self, order="C": npa.ravel(self, order)
+    Var.transpose = lambda self, *axes: npa.transpose(
+        self, None if not axes else (axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes))
+    Var.swapaxes = lambda self, a, b: npa.swapaxes(self, a, b)
+    Var.squeeze = lambda self, axis=None: npa.squeeze(self, axis)
+    Var.clip = lambda self, min=None, max=None: npa.clip(self, min, max)
+    Var.astype = lambda self, dtype, **kw: npa.astype(self, dtype)
+    Var.copy = lambda self: self
+    Var.repeat = lambda self, repeats, axis=None: npa.repeat(self, repeats, axis)
+    Var.take = lambda self, indices, axis=None: npa.take(self, indices, axis)
+    Var.diagonal = lambda self, offset=0: npa.diagonal(self, offset)
+    Var.trace = lambda self, offset=0: npa.trace(self, offset)
+
+
+install()

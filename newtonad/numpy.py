@@ -1,0 +1,26 @@
+"""An explicit NumPy-like namespace: ``import newtonad.numpy as nnp``.
+
+The same functions that ``np.*`` calls reach on traced arrays, by name, plus a few
+that NumPy lacks (``logsumexp``, ``stop_gradient``). On plain arrays they return plain
+NumPy results.
+"""
+
+from .ad import var_ops as _var_ops  # noqa: F401  (Var's numpy protocols)
+from .ad.numpy_api import (  # noqa: F401
+    absolute, add, arccos, arcsin, arctan, arctan2, astype, atleast_1d, atleast_2d,
+    broadcast_to, ceil, clip, concatenate, copy, cos, cosh, cumsum, diag, diagonal, diff,
+    dot, einsum, equal, exp, exp2, expand_dims, expm1, flip, floor, full_like, greater,
+    greater_equal, hstack, hypot, inner, less, less_equal, log, log1p, log2, log10,
+    logaddexp, logical_and, logical_not, logical_or, logsumexp, matmul, max, maximum, mean,
+    min, minimum, moveaxis, multiply, negative, norm, not_equal, ones_like, outer, pad,
+    positive, power, prod, ravel, reciprocal, repeat, reshape, roll, sign, sin, sinh, sqrt,
+    square, squeeze, stack, std, stop_gradient, subtract, sum, swapaxes, take, tan, tanh,
+    tensordot, tile, trace, transpose, true_divide, var, vdot, vstack, where, zeros_like,
+)
+from .ad.numpy_api import getitem  # noqa: F401
+
+abs = absolute
+divide = true_divide
+amax = max
+amin = min
+concat = concatenate

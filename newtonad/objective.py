@@ -1,0 +1,161 @@
+"""Objective: an objective function with cached exact derivatives, for solvers and scipy.
+
+``Objective(f, args)`` gives ``fun``, ``jac``, ``value_and_grad``, ``hessp``, ``hess``
+and ``linearize_hessp`` in scipy's calling conventions. It remembers the last point:
+
+* ``fun(x)`` and ``jac(x)`` at the same ``x`` cost one value-and-gradient pass
+  (scipy calls them separately);
+* every ``hessp(x, p)`` at one ``x`` reuses one linearisation: the residuals of the
+  forward-over-reverse program are computed once (seed 001's partial evaluation) and
+  each product costs only the linear pass.
+
+Points are compared by value, so scipy's copies of ``x`` still hit the cache.
+The counters ``nfev``, ``njev`` and ``nhev`` count what was really computed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import api
+from .ad import transforms as tf
+
+
+class _Point:
+    """A copy of the last point, compared by value."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x: np.ndarray):
+        self.x = np.array(x, dtype=np.float64, copy=True)
+
+    def matches(self, x: np.ndarray) -> bool:
+        return self.x.shape == x.shape and np.array_equal(self.x, x)
+
+
+class Objective:
+    """A scalar objective ``f(x, *args)`` with cached exact derivatives.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *args) -> scalar`` written in plain NumPy.
+    args : sequence, optional
+        Extra data inputs (never differentiated, never baked into programs).
+    engine : str, optional
+        The engine that runs derived programs.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.optimize, newtonad as nad
+    >>> obj = nad.Objective(lambda x: np.sum((x - 1.0) ** 2))
+    >>> res = scipy.optimize.minimize(obj.fun, np.zeros(3), jac=obj.jac,
+    ...                               hessp=obj.hessp, method="trust-ncg")
+    >>> bool(np.allclose(res.x, 1.0))
+    True
+    """
+
+    def __init__(self, f: Callable, args: Sequence[Any] = (), *, engine: str | None = None):
+        if not callable(f):
+            raise TypeError(f"Objective needs a callable f(x, *args), got {type(f).__name__}")
+        self.f = f
+        self.args = tuple(api._as_data(a) for a in args)
+        self.engine = api._engine(engine)
+        self.nfev = self.njev = self.nhev = 0
+        self._vg_point: _Point | None = None
+        self._value = 0.0
+        self._grad: np.ndarray | None = None
+        self._lin_point: _Point | None = None
+        self._residuals: dict[int, tuple] = {}
+
+    # ---- programs ----------------------------------------------------------------------
+    def _traced(self, x: np.ndarray) -> api.Traced:
+        return api._traced(self.f, x, self.args, scalar=True)
+
+    def _compiled(self, traced: api.Traced, kind: str, k: int, make):
+        return api._derived(traced, kind, k, make, self.engine)
+
+    def _check(self, x: Any) -> np.ndarray:
+        x = np.asarray(x)
+        if x.dtype != np.float64:
+            x = api._as_point(x)
+        return x
+
+    # ---- value and gradient ------------------------------------------------------------
+    def value_and_grad(self, x: Any) -> tuple[float, np.ndarray]:
+        """``(f(x), ∇f(x))`` from one pass; for ``scipy.optimize.minimize(jac=True)``."""
+        x = self._check(x)
+        if self._vg_point is None or not self._vg_point.matches(x):
+            traced = self._traced(x)
+            run = self._compiled(traced, "value_and_grad", 0,
+                                 lambda: tf.value_and_grad_program(traced.program))
+            y, g = run(x, *self.args, *traced.closed_values())
+            self._store(x, y, g)
+        return self._value, self._grad.copy()
+
+    def _store(self, x: np.ndarray, y: Any, g: np.ndarray) -> None:
+        self.nfev += 1
+        self.njev += 1
+        self._vg_point = _Point(x)
+        self._value = float(y)
+        self._grad = np.asarray(g)
+
+    def fun(self, x: Any) -> float:
+        """``f(x)``; the gradient at ``x`` is computed in the same pass and kept."""
+        return self.value_and_grad(x)[0]
+
+    def jac(self, x: Any) -> np.ndarray:
+        """``∇f(x)``, shaped like ``x``; free after ``fun`` at the same ``x``."""
+        return self.value_and_grad(x)[1]
+
+    # ---- second order --------------------------------------------------------------------
+    def _linearized(self, x: np.ndarray, k: int):
+        traced = self._traced(x)
+        residual_run, linear_run = self._compiled(
+            traced, "linearized_hvp", k, lambda: tf.linearized_hvp(traced.program, k))
+        if self._lin_point is None or not self._lin_point.matches(x):
+            self._lin_point = _Point(x)
+            self._residuals = {}
+        if k not in self._residuals:
+            g, *res = residual_run(x, *self.args, *traced.closed_values())
+            self._residuals[k] = tuple(res)
+        return linear_run, self._residuals[k]
+
+    def linearize_hessp(self, x: Any) -> Callable[[np.ndarray], np.ndarray]:
+        """The linear map ``V -> H V`` at ``x``, with the residuals at ``x`` computed once.
+
+        ``V`` has shape ``x.shape`` or ``x.shape + (k,)``; the result has the shape of ``V``.
+        """
+        x = self._check(x).copy()
+
+        def hessp_at_x(V: Any) -> np.ndarray:
+            V, single = api._frame(V, x.shape, "p")
+            k = V.shape[-1]
+            linear_run, residuals = self._linearized(x, k)
+            (hv,) = linear_run(*residuals, np.ascontiguousarray(V, dtype=np.float64))
+            self.nhev += k
+            return hv[..., 0] if single else hv
+
+        return hessp_at_x
+
+    def hessp(self, x: Any, p: Any) -> np.ndarray:
+        """``H(x) p`` for a vector ``p`` (shape of ``x``) or a frame ``P`` (``x.shape + (k,)``)."""
+        return self.linearize_hessp(x)(p)
+
+    def hess(self, x: Any) -> np.ndarray:
+        """The dense Hessian, shape ``x.shape + x.shape``, from identity frames in chunks."""
+        x = self._check(x)
+        n = x.size
+        out = np.empty((n, n))
+        lin = self.linearize_hessp(x)
+        for a, b in api._chunks(n, n):
+            E = np.zeros((n, b - a))
+            E[np.arange(a, b), np.arange(b - a)] = 1.0
+            out[:, a:b] = lin(E.reshape(x.shape + (b - a,))).reshape(n, b - a)
+        return out.reshape(x.shape + x.shape)
+
+    def __repr__(self) -> str:
+        name = getattr(self.f, "__name__", type(self.f).__name__)
+        return f"Objective({name}, nfev={self.nfev}, njev={self.njev}, nhev={self.nhev})"
