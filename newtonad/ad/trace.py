@@ -217,6 +217,8 @@ def bind(primitive: Primitive, *args: Any, **params: Any) -> Any:
     With no Var among the arguments this is plain NumPy evaluation. Arguments that
     are all constants fold to a constant.
     """
+    if not args:  # a constant step, re-bound by a transform
+        return Var(primitive.impl(**params), const=True)
     if not any(isinstance(a, Var) for a in args):
         return primitive.impl(*args, **params)
     like = next(a for a in args if isinstance(a, Var))

@@ -280,8 +280,12 @@ def _const_value(x: Any) -> np.ndarray | None:
 
 
 def _is_scalar_const(x: Any, value: float) -> bool:
+    """Is ``x`` a constant equal to ``value`` everywhere (seen through broadcasts)?"""
+    while isinstance(x, Var) and not x.const and x.creator is not None and \
+            x.creator.primitive.name in ("broadcast_to", "reshape"):
+        x = x.creator.args[0]
     v = _const_value(x)
-    return v is not None and v.shape == () and v == value
+    return v is not None and v.size == 1 and v.reshape(()) == value
 
 
 def _rewrite(step_prim, args: list, kwargs: dict, out_aval: Slot) -> Any:
@@ -289,13 +293,13 @@ def _rewrite(step_prim, args: list, kwargs: dict, out_aval: Slot) -> Any:
     name = step_prim.name
     if name == "mul":
         for a, b in ((args[0], args[1]), (args[1], args[0])):
-            if _is_scalar_const(b, 1.0) and a.aval == out_aval:
-                return a
+            if _is_scalar_const(b, 1.0) and a.aval.dtype == out_aval.dtype:
+                return broadcast_to(a, out_aval.shape)
     elif name in ("add", "sub"):
-        if _is_scalar_const(args[1], 0.0) and args[0].aval == out_aval:
-            return args[0]
-        if name == "add" and _is_scalar_const(args[0], 0.0) and args[1].aval == out_aval:
-            return args[1]
+        if _is_scalar_const(args[1], 0.0) and args[0].aval.dtype == out_aval.dtype:
+            return broadcast_to(args[0], out_aval.shape)
+        if name == "add" and _is_scalar_const(args[0], 0.0) and args[1].aval.dtype == out_aval.dtype:
+            return broadcast_to(args[1], out_aval.shape)
     elif name == "neg":
         op = args[0].creator
         if op is not None and op.primitive.name == "neg" and not args[0].const:
