@@ -1,0 +1,173 @@
+"""The solvers' view of an objective: flat float64 vectors and a few callbacks.
+
+Every native solver works on 1-D vectors. :class:`FlatProblem` adapts anything
+that follows the objective protocol of ``newtonad.objective.Objective`` (``fun``,
+``jac``, ``value_and_grad``, ``hessp``, ``linearize_hessp``, ``hess`` and the
+counters ``nfev``, ``njev``, ``nhev``) to that view, reshaping between the user's
+shape and the flat one with views (no copies). Missing optional methods get
+fallbacks built from the others, so a hand-written object with only ``fun``,
+``jac`` and ``hessp`` (or ``hess``) works too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["FlatProblem", "has_objective_protocol", "check_x0", "HessOperator"]
+
+#: a Hessian linearised at one point: ``V -> H V`` for ``V`` of shape (n,) or (n, k)
+HessOperator = Callable[[np.ndarray], np.ndarray]
+
+
+def has_objective_protocol(f: Any) -> bool:
+    """Whether ``f`` already is an objective (has ``fun``, ``jac`` and ``hessp`` or ``hess``)."""
+    return (callable(getattr(f, "fun", None)) and callable(getattr(f, "jac", None))
+            and (callable(getattr(f, "hessp", None)) or callable(getattr(f, "hess", None))))
+
+
+def check_x0(x0: Any) -> np.ndarray:
+    """Return ``x0`` as a new float64 array, or raise a ``ValueError`` saying what is wrong.
+
+    Parameters
+    ----------
+    x0 : array_like
+        Starting point, of any shape.
+
+    Raises
+    ------
+    ValueError
+        If ``x0`` is not a real numeric array, is empty, or has non-finite entries.
+    """
+    try:
+        arr = np.array(x0)
+    except ValueError as exc:  # ragged nested sequences
+        raise ValueError(f"x0 must be a rectangular array of real numbers: {exc}") from None
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise ValueError(f"x0 must be an array of real numbers, got dtype {arr.dtype}; "
+                         "pass e.g. np.asarray(x0, dtype=float)")
+    if arr.size == 0:
+        raise ValueError(f"x0 is empty (shape {arr.shape}); give at least one variable")
+    arr = arr.astype(np.float64)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        where = np.argwhere(bad)[:5].tolist()
+        raise ValueError(f"x0 has {int(bad.sum())} non-finite entries (nan or inf), first at "
+                         f"indices {where}; start from a finite point")
+    return arr
+
+
+class FlatProblem:
+    """An objective seen on flat float64 vectors of length ``n``.
+
+    Parameters
+    ----------
+    objective : object
+        Anything with ``fun(x)`` and ``jac(x)`` and ``hessp(x, p)`` or ``hess(x)``,
+        on arrays ``x`` of shape ``shape``. Optional: ``value_and_grad(x)``,
+        ``linearize_hessp(x)``, ``hess(x)`` and counters ``nfev``, ``njev``, ``nhev``.
+    shape : tuple of int
+        The shape of the objective's argument (the shape of ``x0``).
+
+    Notes
+    -----
+    Arrays handed to the objective are never modified afterwards by the solvers,
+    so an objective may cache on them. Counters are the objective's own when it
+    keeps them (they count real evaluations), otherwise the calls made here.
+    """
+
+    def __init__(self, objective: Any, shape: tuple[int, ...]) -> None:
+        self.objective = objective
+        self.shape = tuple(shape)
+        self.n = int(np.prod(self.shape, dtype=np.int64))
+        self._flat = self.shape == (self.n,)
+        self._calls = {"nfev": 0, "njev": 0, "nhev": 0}
+        self._value_and_grad = getattr(objective, "value_and_grad", None)
+        self._linearize = getattr(objective, "linearize_hessp", None)
+        self._hessp = getattr(objective, "hessp", None)
+        self._hess = getattr(objective, "hess", None)
+
+    # -- shapes ---------------------------------------------------------------
+    def unflatten(self, x: np.ndarray) -> np.ndarray:
+        """View a flat vector in the objective's shape."""
+        return x if self._flat else x.reshape(self.shape)
+
+    def _frame(self, v: np.ndarray) -> np.ndarray:
+        return v if self._flat else v.reshape(self.shape + v.shape[1:])
+
+    # -- evaluations ------------------------------------------------------------
+    def fun(self, x: np.ndarray) -> float:
+        """Objective value at flat ``x`` as a Python float (may be nan or inf)."""
+        self._calls["nfev"] += 1
+        return float(self.objective.fun(self.unflatten(x)))
+
+    def jac(self, x: np.ndarray) -> np.ndarray:
+        """Gradient at flat ``x`` as a flat float64 vector."""
+        self._calls["njev"] += 1
+        g = self.objective.jac(self.unflatten(x))
+        return np.asarray(g, dtype=np.float64).reshape(self.n)
+
+    def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """Value and gradient at flat ``x`` (one pass when the objective offers it)."""
+        if self._value_and_grad is None:
+            return self.fun(x), self.jac(x)
+        self._calls["nfev"] += 1
+        self._calls["njev"] += 1
+        f, g = self._value_and_grad(self.unflatten(x))
+        return float(f), np.asarray(g, dtype=np.float64).reshape(self.n)
+
+    def linearize_hessp(self, x: np.ndarray) -> HessOperator:
+        """The Hessian at ``x`` as a map ``V -> H V`` on vectors (n,) or frames (n, k)."""
+        xs = self.unflatten(x)
+        calls = self._calls
+        if self._linearize is not None:
+            lin = self._linearize(xs)
+        elif self._hessp is not None:
+            hessp = self._hessp
+
+            def lin(v: np.ndarray) -> np.ndarray:
+                return hessp(xs, v)
+        else:
+            h = self.hess(x)
+
+            def lin(v: np.ndarray) -> np.ndarray:
+                return h @ v
+            return lin
+        if self._flat:
+            def apply(v: np.ndarray) -> np.ndarray:
+                calls["nhev"] += 1
+                return lin(v)
+        else:
+            def apply(v: np.ndarray) -> np.ndarray:
+                calls["nhev"] += 1
+                return np.asarray(lin(self._frame(v))).reshape(v.shape)
+        return apply
+
+    def hess(self, x: np.ndarray) -> np.ndarray:
+        """Dense symmetric Hessian at ``x`` as an (n, n) float64 array."""
+        n = self.n
+        if self._hess is not None:
+            self._calls["nhev"] += 1
+            h = np.asarray(self._hess(self.unflatten(x)), dtype=np.float64).reshape(n, n)
+        else:  # assemble from identity frames, a block of columns at a time
+            lin = self.linearize_hessp(x)
+            h = np.empty((n, n))
+            block = max(1, min(n, 2**22 // max(n, 1)))
+            for start in range(0, n, block):
+                stop = min(n, start + block)
+                eye = np.zeros((n, stop - start))
+                eye[np.arange(start, stop), np.arange(stop - start)] = 1.0
+                h[:, start:stop] = lin(eye)
+        h = h + h.T
+        h *= 0.5
+        return h
+
+    # -- counters -----------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        """Evaluation counters: the objective's own where it has them, else calls made here."""
+        out = {}
+        for name, mine in self._calls.items():
+            theirs = getattr(self.objective, name, None)
+            out[name] = int(theirs) if isinstance(theirs, (int, np.integer)) else mine
+        return out

@@ -1,0 +1,174 @@
+"""trust-ncg: the Steihaug–Toint truncated conjugate-gradient subproblem solver.
+
+This is algorithm 7.2 of Nocedal & Wright, *Numerical Optimization*, 2nd ed.
+(2006), from T. Steihaug, "The conjugate gradient method and trust regions in
+large scale optimization", SIAM J. Numer. Anal. 20 (1983), and Ph. L. Toint,
+"Towards an efficient sparsity exploiting Newton method for minimization" (1981).
+Only Hessian-vector products are needed, and the Hessian need not be positive
+definite.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import numpy as np
+
+from .linalg import axpy, scal_sub
+from .trust_region import QuadraticModel, boundary_intersections
+
+__all__ = ["SteihaugSubproblem"]
+
+#: bytes of CG directions kept per point so that a rejected step is re-solved
+#: without Hessian products
+PATH_MEMORY = 256 * 2**20
+
+
+class SteihaugSubproblem(QuadraticModel):
+    """Quadratic model solved by truncated CG (Steihaug–Toint).
+
+    CG runs on ``H p = -g`` from ``p = 0`` and stops at the first of: the
+    residual test ``||g + H p|| <= min(1/2, sqrt(||g||)) ||g||`` (superlinear
+    forcing, Nocedal & Wright eq. 7.3), a direction of non-positive curvature
+    (then the step goes to the boundary along it, choosing the end with the
+    lower model value), or an iterate leaving the ball (then the step stops
+    on the boundary).
+
+    The CG iterates grow in norm monotonically (Steihaug 1983, theorem 2.1), so
+    the steps for every smaller radius lie on the same piecewise-linear path.
+    The path is recorded (within :data:`PATH_MEMORY`), and when the driver
+    rejects a step and shrinks the radius, :meth:`solve` finds the new step on
+    the recorded path without any Hessian product.
+    """
+
+    def __init__(self, problem: Any, x: np.ndarray, fun: Optional[float] = None,
+                 jac: Optional[np.ndarray] = None, **options: Any) -> None:
+        super().__init__(problem, x, fun, jac)
+        self.maxiter = max(2 * problem.n, 20)
+        self._path_radius = -1.0          # radius the recorded path is valid up to
+        self._dirs: list[np.ndarray] = []     # d_j
+        self._alpha: list[float] = []         # alpha_j (0 for a negative-curvature segment)
+        self._rr: list[float] = []            # r_j @ r_j
+        self._curv: list[float] = []          # d_j @ H d_j
+        self._end_sq: list[float] = []        # ||z_j + alpha_j d_j||^2 (inf if curv <= 0)
+        self._interior: Optional[np.ndarray] = None  # converged interior solution
+        self._interior_decrease = 0.0
+
+    # ------------------------------------------------------------------ solve
+    def solve(self, trust_radius: float) -> tuple[np.ndarray, bool]:
+        """Steihaug–Toint step for radius ``trust_radius``; see the class docstring.
+
+        Returns
+        -------
+        p : ndarray
+            The proposed step.
+        hits_boundary : bool
+            True if ``||p|| == trust_radius``.
+        """
+        if trust_radius <= self._path_radius:
+            r2 = trust_radius * trust_radius
+            for j, (end_sq, curv) in enumerate(zip(self._end_sq, self._curv)):
+                if curv <= 0.0 or end_sq >= r2:
+                    return self._on_segment(j, self._start_of(j), trust_radius), True
+            if self._interior is not None:
+                self._record(self._interior, self._interior_decrease)
+                return self._interior, False
+        return self._run_cg(trust_radius)
+
+    def _run_cg(self, radius: float) -> tuple[np.ndarray, bool]:
+        g = self.jac
+        n = g.size
+        self._path_radius = radius
+        dirs, alphas, rrs, curvs, ends = [], [], [], [], []
+        self._dirs, self._alpha, self._rr, self._curv, self._end_sq = \
+            dirs, alphas, rrs, curvs, ends
+        self._interior = None
+        record = True
+        max_records = max(1, PATH_MEMORY // (8 * n))
+        gnorm = self.jac_mag
+        tol2 = (min(0.5, math.sqrt(gnorm)) * gnorm) ** 2
+        r2 = radius * radius
+        z = np.zeros(n)
+        r = g.copy()
+        d = -g
+        rr = gnorm * gnorm
+        zz = zd = 0.0
+        dd = rr
+        q = 0.0  # model value m(z) - f
+        hv = self.hessp
+        for j in range(self.maxiter):
+            self.inner_iterations += 1
+            bd = hv(d)
+            curv = float(d @ bd)
+            if record:
+                dirs.append(d)
+                rrs.append(rr)
+                curvs.append(curv)
+            if curv <= 0.0:
+                if record:
+                    alphas.append(0.0)
+                    ends.append(math.inf)
+                return self._to_boundary(z, d, q, -rr, curv, radius), True
+            alpha = rr / curv
+            end_sq = zz + alpha * (2.0 * zd + alpha * dd)
+            if record:
+                alphas.append(alpha)
+                ends.append(end_sq)
+            if end_sq >= r2:
+                return self._to_boundary(z, d, q, -rr, curv, radius), True
+            axpy(alpha, d, z)
+            axpy(alpha, bd, r)
+            q -= 0.5 * alpha * rr
+            rr_new = float(r @ r)
+            if rr_new <= tol2:
+                break
+            beta = rr_new / rr
+            if record and j + 1 >= max_records:
+                record = False
+                self._path_radius = -1.0
+                for kept in (dirs, alphas, rrs, curvs, ends):
+                    kept.clear()
+            if record:
+                d = np.multiply(d, beta)
+                np.subtract(d, r, out=d)
+            else:
+                scal_sub(beta, d, r)
+            zz = end_sq
+            zd = beta * (zd + alpha * dd)
+            dd = rr_new + beta * beta * dd
+            rr = rr_new
+        if record:
+            self._interior, self._interior_decrease = z, -q
+        self._record(z, -q)
+        return z, False
+
+    # -------------------------------------------------------------- helpers
+    def _start_of(self, j: int) -> np.ndarray:
+        """The CG iterate ``z_j`` rebuilt from the recorded directions."""
+        z = np.zeros(self.jac.size)
+        for i in range(j):
+            axpy(self._alpha[i], self._dirs[i], z)
+        return z
+
+    def _on_segment(self, j: int, z: np.ndarray, radius: float) -> np.ndarray:
+        q = -0.5 * sum(a * rr for a, rr in zip(self._alpha[:j], self._rr[:j]))
+        return self._to_boundary(z, self._dirs[j], q, -self._rr[j], self._curv[j], radius)
+
+    def _to_boundary(self, z: np.ndarray, d: np.ndarray, q: float, rd: float, curv: float,
+                     radius: float) -> np.ndarray:
+        """Step from ``z`` along ``d`` to the sphere; with ``curv <= 0`` the better end.
+
+        ``q`` is ``m(z) - f``, ``rd`` is ``(g + H z) @ d`` and ``curv`` is ``d @ H d``;
+        the model along the line is ``q + t rd + t**2 curv / 2``.
+        """
+        ta, tb = boundary_intersections(float(z @ z), float(z @ d), float(d @ d), radius)
+        t = tb
+        if curv <= 0.0:
+            qa = ta * rd + 0.5 * ta * ta * curv
+            qb = tb * rd + 0.5 * tb * tb * curv
+            t = ta if qa < qb else tb
+        p = z.copy()
+        axpy(t, d, p)
+        self._record(p, -(q + t * rd + 0.5 * t * t * curv))
+        return p

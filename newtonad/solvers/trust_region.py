@@ -1,0 +1,270 @@
+"""The trust-region driver shared by trust-ncg, trust-krylov and trust-exact.
+
+The driver owns the outer loop: it asks a subproblem for a step inside the trust
+region, compares the actual and predicted decrease, updates the radius and
+accepts or rejects the step. Each method is a :class:`QuadraticModel` subclass
+with one ``solve(trust_radius) -> (p, hits_boundary)``; adding a method touches
+one file. This is algorithm 4.1 of Nocedal & Wright, *Numerical Optimization*,
+2nd ed. (2006), with the radius update of Conn, Gould & Toint, *Trust-Region
+Methods* (2000), section 6.1.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional
+
+import numpy as np
+from scipy.optimize import OptimizeResult
+
+from .monitor import Monitor, Status
+from .problem import FlatProblem, HessOperator
+
+__all__ = ["QuadraticModel", "minimize_trust_region", "boundary_intersections",
+           "check_start"]
+
+
+def boundary_intersections(zz: float, zd: float, dd: float, radius: float
+                           ) -> tuple[float, float]:
+    """Both roots ``t`` of ``||z + t d|| = radius``, smaller first.
+
+    Parameters
+    ----------
+    zz, zd, dd : float
+        ``z @ z``, ``z @ d`` and ``d @ d``; ``||z|| <= radius`` and ``d != 0``.
+    radius : float
+        Sphere radius.
+
+    Notes
+    -----
+    Solves ``dd t**2 + 2 zd t + (zz - radius**2) = 0`` without cancellation:
+    the root whose sign matches ``-zd`` comes from the usual formula, the other
+    from the product of the roots (Golub & Van Loan, *Matrix Computations*,
+    4th ed., section 2.7).
+    """
+    c = zz - radius * radius
+    disc = math.sqrt(max(zd * zd - dd * c, 0.0))
+    q = -(zd + math.copysign(disc, zd))
+    if q == 0.0:  # z = 0 and zd = 0: symmetric roots
+        t = radius / math.sqrt(dd)
+        return -t, t
+    t1, t2 = q / dd, c / q
+    return (t1, t2) if t1 <= t2 else (t2, t1)
+
+
+class QuadraticModel:
+    """The model ``m(p) = f + g @ p + p @ H p / 2`` of the objective at ``x``.
+
+    Values are computed on first use and kept (``fun``, ``jac``, ``jac_mag``,
+    ``hess``); the Hessian is linearised once at ``x`` and that operator serves
+    every product at ``x``. Subclasses implement :meth:`solve` and record the
+    model decrease of the step they return with :meth:`_record`, so the driver
+    needs no extra Hessian product to compute it.
+
+    Parameters
+    ----------
+    problem : FlatProblem
+        The objective on flat vectors.
+    x : ndarray, shape (n,)
+        The point; never modified.
+    fun, jac : float and ndarray, optional
+        Value and gradient at ``x`` when already known.
+    """
+
+    def __init__(self, problem: FlatProblem, x: np.ndarray, fun: Optional[float] = None,
+                 jac: Optional[np.ndarray] = None, **options: Any) -> None:
+        self.problem = problem
+        self.x = x
+        self._f = fun
+        self._g = jac
+        self._g_mag: Optional[float] = None
+        self._h: Optional[np.ndarray] = None
+        self._hv: Optional[HessOperator] = None
+        self._last_step: Optional[np.ndarray] = None
+        self._last_decrease = 0.0
+        #: inner (CG / Lanczos / factorisation) iterations since last read
+        self.inner_iterations = 0
+
+    @property
+    def fun(self) -> float:
+        """Objective value at ``x``."""
+        if self._f is None:
+            self._f = self.problem.fun(self.x)
+        return self._f
+
+    @property
+    def jac(self) -> np.ndarray:
+        """Gradient at ``x``."""
+        if self._g is None:
+            self._g = self.problem.jac(self.x)
+        return self._g
+
+    @property
+    def jac_mag(self) -> float:
+        """Euclidean norm of the gradient at ``x``."""
+        if self._g_mag is None:
+            g = self.jac
+            self._g_mag = math.sqrt(g @ g)
+        return self._g_mag
+
+    @property
+    def hess(self) -> np.ndarray:
+        """Dense Hessian at ``x`` (only trust-exact asks for it)."""
+        if self._h is None:
+            self._h = self.problem.hess(self.x)
+        return self._h
+
+    def hessp(self, v: np.ndarray) -> np.ndarray:
+        """``H v`` at ``x``, through the operator linearised once at ``x``."""
+        if self._hv is None:
+            self._hv = self.problem.linearize_hessp(self.x)
+        return self._hv(v)
+
+    def __call__(self, p: np.ndarray) -> float:
+        """Model value ``m(p)`` (costs one Hessian product)."""
+        return self.fun + self.jac @ p + 0.5 * (p @ self.hessp(p))
+
+    def _record(self, p: np.ndarray, decrease: float) -> None:
+        self._last_step = p
+        self._last_decrease = decrease
+
+    def predicted_decrease(self, p: np.ndarray) -> float:
+        """``m(0) - m(p)``: free for the step the last :meth:`solve` returned."""
+        if p is self._last_step:
+            return self._last_decrease
+        return -(self.jac @ p + 0.5 * (p @ self.hessp(p)))
+
+    def take_inner_iterations(self) -> int:
+        """Inner iterations since the last call (for the iteration table)."""
+        k, self.inner_iterations = self.inner_iterations, 0
+        return k
+
+    def solve(self, trust_radius: float) -> tuple[np.ndarray, bool]:
+        """Approximately minimise the model in the ball ``||p|| <= trust_radius``.
+
+        Returns
+        -------
+        p : ndarray
+            The step.
+        hits_boundary : bool
+            Whether ``||p|| == trust_radius``.
+        """
+        raise NotImplementedError
+
+
+def _shrunk(radius: float, step_norm: float) -> float:
+    """Quarter the radius until it is below the rejected step's length.
+
+    Quartering (Nocedal & Wright, algorithm 4.1) keeps scipy's sequence of
+    radii; repeating it at once saves the iterations that would propose the
+    same interior step again.
+    """
+    radius *= 0.25
+    if step_norm > 0.0:
+        while radius >= step_norm:
+            radius *= 0.25
+    return radius
+
+
+def check_start(problem: FlatProblem, x0: np.ndarray) -> tuple[float, np.ndarray]:
+    """Value and gradient at ``x0``, or a ``ValueError`` if they are unusable."""
+    f, g = problem.value_and_grad(x0)
+    if g.shape != (problem.n,):
+        raise ValueError(f"the gradient has {g.size} entries but x0 has {problem.n}")
+    if not math.isfinite(f):
+        raise ValueError(f"f(x0) = {f}; start from a point where the objective is finite")
+    if not np.isfinite(g).all():
+        raise ValueError("the gradient at x0 has non-finite entries; start elsewhere")
+    return f, g
+
+
+def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
+                          subproblem: Callable[..., QuadraticModel], *,
+                          initial_trust_radius: float = 1.0, max_trust_radius: float = 1000.0,
+                          eta: float = 0.15, gtol: float = 1e-5, maxiter: Optional[int] = None,
+                          max_time: Optional[float] = None, disp: bool = False,
+                          return_all: bool = False,
+                          callback: Optional[Callable[[np.ndarray, float], None]] = None,
+                          subproblem_options: Optional[dict] = None) -> OptimizeResult:
+    """Minimise with a trust-region method; the step comes from ``subproblem``.
+
+    This is algorithm 4.1 of Nocedal & Wright, 2nd ed.: a step ``p`` that
+    (approximately) minimises the quadratic model in the ball of radius ``Δ`` is
+    accepted when ``ρ = (f(x) - f(x + p)) / (m(0) - m(p)) > eta``. The radius
+    shrinks to ``min(Δ, ||p||) / 4`` when ``ρ < 1/4`` and doubles (up to
+    ``max_trust_radius``) when ``ρ > 3/4`` and the step reached the boundary. A
+    trial point where ``f`` or its gradient is not finite counts as ``ρ = -∞``.
+
+    Parameters
+    ----------
+    problem : FlatProblem
+        The objective on flat vectors.
+    x0 : ndarray, shape (n,)
+        Starting point (finite).
+    subproblem : callable
+        ``subproblem(problem, x, fun, jac, **subproblem_options)`` returning a
+        :class:`QuadraticModel` whose ``solve`` gives the step.
+    initial_trust_radius, max_trust_radius, eta, gtol, maxiter : optional
+        As in ``scipy.optimize.minimize`` for the trust-region methods, except
+        that ``gtol`` (on the Euclidean norm of the gradient) defaults to 1e-5.
+        ``maxiter`` defaults to ``200 * n``.
+    max_time : float, optional
+        Wall-clock limit in seconds.
+    disp, return_all, callback : optional
+        See :class:`~newtonad.solvers.monitor.Monitor`.
+
+    Returns
+    -------
+    OptimizeResult
+        The best (last accepted) point; ``status`` and ``message`` say why it stopped.
+    """
+    if not 0 <= eta < 0.25:
+        raise ValueError(f"eta must be in [0, 0.25), got {eta}")
+    if not 0 < initial_trust_radius < max_trust_radius:
+        raise ValueError("need 0 < initial_trust_radius < max_trust_radius, got "
+                         f"{initial_trust_radius} and {max_trust_radius}")
+    opts = subproblem_options or {}
+    n = problem.n
+    maxiter = 200 * n if maxiter is None else int(maxiter)
+    monitor = Monitor(problem, maxiter=maxiter, max_time=max_time, callback=callback,
+                      disp=disp, return_all=return_all, step_label="radius")
+    f, g = check_start(problem, x0)
+    x = x0
+    m = subproblem(problem, x, f, g, **opts)
+    radius = float(initial_trust_radius)
+    monitor.start_run(x, f, m.jac_mag, radius)
+    k = 0
+    status = Status.SUCCESS if m.jac_mag < gtol else None
+    if status is None and maxiter <= 0:
+        status = Status.MAXITER
+    while status is None:
+        p, hits_boundary = m.solve(radius)
+        predicted = m.predicted_decrease(p)
+        step_norm = radius if hits_boundary else math.sqrt(p @ p)
+        rho = -math.inf
+        if predicted > 0.0:
+            x_new = x + p
+            f_new = problem.fun(x_new)
+            if math.isfinite(f_new):
+                rho = (f - f_new) / predicted
+        if rho > eta:
+            g_new = problem.jac(x_new)
+            if np.isfinite(g_new).all():
+                x, f = x_new, f_new
+                m = subproblem(problem, x, f_new, g_new, **opts)
+            else:
+                rho = -math.inf
+        if rho < 0.25:
+            radius = _shrunk(radius, step_norm)
+        elif rho > 0.75 and hits_boundary:
+            radius = min(2.0 * radius, max_trust_radius)
+        k += 1
+        status = monitor.iteration(k, x, f, m.jac_mag, radius, m.take_inner_iterations())
+        if status is Status.CALLBACK:
+            break
+        if m.jac_mag < gtol:
+            status = Status.SUCCESS
+        elif status is None and radius <= 1e-15 * max(1.0, math.sqrt(x @ x)):
+            status = Status.NO_PROGRESS
+    extra = {"hess": m.hess} if getattr(m, "returns_hess", False) else {}
+    return monitor.result(status, x, f, m.jac, k, **extra)
