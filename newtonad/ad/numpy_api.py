@@ -52,7 +52,7 @@ def _is_var(x: Any) -> bool:
 
 
 def _normalize_axis(axis: int, ndim: int) -> int:
-    if not -ndim <= axis < max(ndim, 1):
+    if not -ndim <= axis < builtins.max(ndim, 1):
         raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim if ndim else 0
 
@@ -566,17 +566,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
         raise NotImplementedError(f"pad mode {mode!r} is not supported (constant, edge, wrap, "
                                   "reflect, symmetric are)")
     for axis, (lo, hi) in enumerate(widths):
-        n = shape_of(array)[axis]
-        index = np.arange(-int(lo), n + int(hi))
-        if mode == "edge":
-            index = np.clip(index, 0, n - 1)
-        elif mode == "wrap":
-            index = index % n
-        else:  # reflect excludes the edge, symmetric repeats it
-            period = 2 * n - 2 if mode == "reflect" else 2 * n
-            index = np.abs(index + (0 if mode == "reflect" else 0.5)) % period
-            index = np.where(index >= n, period - index - (0 if mode == "reflect" else 1), index)
-            index = np.floor(index).astype(np.int64)
+        # Padding the positions 0..n-1 with NumPy itself gives the source of every entry.
+        index = np.pad(np.arange(shape_of(array)[axis]), (int(lo), int(hi)), mode=mode)
         array = st.gather(array, np.asarray(index, dtype=np.int64), axis)
     return array
 
@@ -661,7 +652,8 @@ def getitem(x, key):
     if Ellipsis in [k for k in key if not _is_array_index(k)]:
         i = next(i for i, k in enumerate(key) if k is Ellipsis and not _is_array_index(k))
         key = key[:i] + (slice(None),) * (ndim - n_real) + key[i + 1:]
-    key = key + (slice(None),) * (ndim - n_real - builtins.sum(1 for k in key if k is Ellipsis))
+    n_now = builtins.sum(1 for k in key if k is not None)
+    key = key + (slice(None),) * (ndim - n_now)
     advanced = any(_is_array_index(k) for k in key)
     if advanced and any(k is None for k in key):
         raise NotImplementedError("mixing None (np.newaxis) with integer-array indexing is not "
@@ -732,6 +724,7 @@ for _name in ["add", "subtract", "multiply", "negative", "positive", "true_divid
               "minimum", "log2", "log10", "exp2", "hypot", "logaddexp"]:
     UFUNCS[_name] = globals()[_name]
 UFUNCS["divide"] = true_divide
+UFUNCS["matmul"] = matmul  # a gufunc in NumPy 2
 UFUNCS["fabs"] = absolute
 UFUNCS["fmax"] = maximum
 UFUNCS["fmin"] = minimum
