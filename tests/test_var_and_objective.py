@@ -1,0 +1,140 @@
+"""Seed 002's eager Var / Op graph, the Program IR's validation, and Objective caching."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.optimize
+
+import newtonad as nad
+from newtonad.ad.primitives import elementwise as ew
+from newtonad.ad.program import Program, Slot, Step
+
+from .helpers import assert_close
+
+
+# ---- eager Vars ---------------------------------------------------------------------------
+
+def test_api_md_eager_example():
+    x = nad.Var(np.array([0.5, 2.0]))
+    y = nad.Var(3.0)
+    f = nad.numpy.sum(nad.numpy.sin(x) + x * y)
+    assert np.isclose(f.value, np.sum(np.sin([0.5, 2.0]) + 3.0 * np.array([0.5, 2.0])))
+    assert f.creator is not None and f.creator.primitive.name == "reduce_sum"
+    f.backward()
+    assert_close(x.grad, np.cos([0.5, 2.0]) + 3.0, 1e-15, 1e-15)
+    assert np.isclose(y.grad, 2.5)
+
+
+def test_eager_intermediate_grads_and_fan_out():
+    """f = (x + y) + sin(y): intermediates get grads too, branches add at y."""
+    x, y = nad.Var(0.3), nad.Var(1.2)
+    a = x + y
+    f = a + np.sin(y)
+    f.backward()
+    assert np.isclose(a.grad, 1.0)
+    assert np.isclose(x.grad, 1.0)
+    assert np.isclose(y.grad, 1.0 + np.cos(1.2))
+
+
+def test_eager_vars_work_with_numpy_functions_and_control_flow():
+    x = nad.Var(np.array([1.0, -2.0, 3.0]))
+    f = np.sum(np.where(x > 0, x ** 2, -x)) if x[0] > 0 else np.sum(x)  # values are known
+    f.backward()
+    assert_close(x.grad, [2.0, -1.0, 6.0], 1e-15, 1e-15)
+
+
+def test_backward_needs_a_scalar_or_explicit_grad():
+    x = nad.Var(np.array([1.0, 2.0]))
+    y = x * x
+    with pytest.raises(ValueError, match="scalar"):
+        y.backward()
+    y.backward(np.array([1.0, 0.5]))
+    assert_close(x.grad, [2.0, 2.0], 1e-15, 1e-15)
+
+
+def test_api_functions_accept_eager_vars():
+    x = nad.Var(np.array([0.4, 0.9]))
+    g = nad.grad(lambda v: np.sum(v ** 3))(x)  # inlined into the eager graph
+    assert_close(g.value, 3 * np.array([0.4, 0.9]) ** 2, 1e-15, 1e-15)
+    np.sum(g).backward()
+    assert_close(x.grad, 6 * np.array([0.4, 0.9]), 1e-14, 1e-14)
+
+
+# ---- the IR ---------------------------------------------------------------------------------
+
+def test_program_validation_catches_bad_order_and_shapes():
+    sin = ew.sin_p
+    ok = Program((Slot((3,)), Slot((3,))), (Step(sin, (0,), (), 1),), (0,), (1,))
+    assert "sin(s0)" in str(ok)
+    with pytest.raises(ValueError, match="before it is written"):
+        Program((Slot((3,)), Slot((3,)), Slot((3,))), (Step(sin, (2,), (), 1),), (0,), (1,))
+    with pytest.raises(ValueError, match="shape rule"):
+        Program((Slot((3,)), Slot((4,))), (Step(sin, (0,), (), 1),), (0,), (1,))
+    with pytest.raises(ValueError, match="written twice"):
+        Program((Slot((3,)), Slot((3,))), (Step(sin, (0,), (), 1), Step(sin, (0,), (), 1)),
+                (0,), (1,))
+
+
+# ---- Objective ----------------------------------------------------------------------------
+
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def test_objective_fun_and_jac_share_one_evaluation():
+    obj = nad.Objective(rosen)
+    x = np.array([-1.2, 1.0, 0.5])
+    assert np.isclose(obj.fun(x), scipy.optimize.rosen(x))
+    assert_close(obj.jac(x.copy()), scipy.optimize.rosen_der(x), 1e-14, 1e-14)  # a copy hits
+    assert (obj.nfev, obj.njev) == (1, 1)
+    obj.fun(x + 1.0)
+    assert (obj.nfev, obj.njev) == (2, 2)
+
+
+def test_objective_hessp_reuses_one_linearisation():
+    obj = nad.Objective(rosen)
+    x = np.array([-1.2, 1.0, 0.5, 2.0])
+    H = scipy.optimize.rosen_hess(x)
+    calls = []
+    original = obj._linearized
+
+    def spy(x_, k):
+        calls.append(obj._lin_point is None or not obj._lin_point.matches(x_) or k not in obj._residuals)
+        return original(x_, k)
+
+    obj._linearized = spy
+    for j in range(4):
+        p = np.eye(4)[j]
+        assert_close(obj.hessp(x.copy(), p), H[:, j], 1e-12, 1e-12)
+    assert calls == [True, False, False, False]  # residuals computed once
+    assert obj.nhev == 4
+    P = np.random.default_rng(0).standard_normal((4, 3))
+    assert_close(obj.hessp(x, P), H @ P, 1e-12, 1e-12)
+    assert_close(obj.hess(x), H, 1e-12, 1e-12)
+
+
+def test_objective_with_data_args_and_matrix_shaped_x():
+    A = np.random.default_rng(1).standard_normal((3, 3))
+    obj = nad.Objective(lambda X, A: np.sum((X @ A) ** 2), args=(A,))
+    X = np.eye(3)
+    assert_close(obj.jac(X), 2 * X @ A @ A.T, 1e-13, 1e-13)
+    assert obj.hess(X).shape == (3, 3, 3, 3)
+
+
+def test_objective_with_scipy_trust_ncg():
+    obj = nad.Objective(rosen)
+    res = scipy.optimize.minimize(obj.fun, np.array([-1.2, 1.0]), jac=obj.jac, hessp=obj.hessp,
+                                  method="trust-ncg")
+    assert res.success and np.allclose(res.x, 1.0, atol=1e-6)
+
+
+def test_objective_rejects_non_callable():
+    with pytest.raises(TypeError, match="callable"):
+        nad.Objective(3.0)
+
+
+def test_objective_frame_shape_error():
+    obj = nad.Objective(rosen)
+    with pytest.raises(ValueError, match=r"\(3,\) \+ \(k,\)"):
+        obj.hessp(np.zeros(3), np.zeros((2, 2)))
