@@ -126,7 +126,8 @@ def _dixmaan(letter: str, n: int) -> Problem:
                    f"n = 3m, default n = 90; alpha, beta, gamma, delta = {alpha}, "
                    f"{beta}, {gamma}, {delta}; k = {k1, k2, k3, k4}. Minimum 1 at 0 "
                    "(the quartic terms are >= 0 and the quadratic part is positive "
-                   "definite since |delta_i| < alpha_i + alpha_{i+2m}).")
+                   "definite: |delta_i| < 2 sqrt(alpha_i alpha_{i+2m}) as "
+                   "delta < 2 and k1 = k4).")
 
 
 for _letter in _DIXMAAN:
