@@ -69,13 +69,20 @@ class Objective:
         self._grad: np.ndarray | None = None
         self._lin_point: _Point | None = None
         self._residuals: dict[int, tuple] = {}
+        self._runners: dict[tuple, tuple] = {}
 
     # ---- programs ----------------------------------------------------------------------
     def _traced(self, x: np.ndarray) -> api.Traced:
         return api._traced(self.f, x, self.args, scalar=True)
 
-    def _compiled(self, traced: api.Traced, kind: str, k: int, make):
-        return api._derived(traced, kind, k, make, self.engine)
+    def _compiled(self, x: np.ndarray, kind: str, k: int, make) -> tuple:
+        """``(runner, data)`` for a derived program at x's shape; one dict hit per call."""
+        key = (x.shape, kind, k)
+        if key not in self._runners:
+            traced = self._traced(x)
+            run = api._derived(traced, kind, k, lambda: make(traced.program), self.engine)
+            self._runners[key] = (run, (*self.args, *traced.closed_values()))
+        return self._runners[key]
 
     def _check(self, x: Any) -> np.ndarray:
         x = np.asarray(x)
@@ -88,10 +95,8 @@ class Objective:
         """``(f(x), ∇f(x))`` from one pass; for ``scipy.optimize.minimize(jac=True)``."""
         x = self._check(x)
         if self._vg_point is None or not self._vg_point.matches(x):
-            traced = self._traced(x)
-            run = self._compiled(traced, "value_and_grad", 0,
-                                 lambda: tf.value_and_grad_program(traced.program))
-            y, g = run(x, *self.args, *traced.closed_values())
+            run, data = self._compiled(x, "value_and_grad", 0, tf.value_and_grad_program)
+            y, g = run(x, *data)
             self._store(x, y, g)
         return self._value, self._grad.copy()
 
@@ -112,14 +117,13 @@ class Objective:
 
     # ---- second order --------------------------------------------------------------------
     def _linearized(self, x: np.ndarray, k: int):
-        traced = self._traced(x)
-        residual_run, linear_run = self._compiled(
-            traced, "linearized_hvp", k, lambda: tf.linearized_hvp(traced.program, k))
+        (residual_run, linear_run), data = self._compiled(
+            x, "linearized_hvp", k, lambda program: tf.linearized_hvp(program, k))
         if self._lin_point is None or not self._lin_point.matches(x):
             self._lin_point = _Point(x)
             self._residuals = {}
         if k not in self._residuals:
-            g, *res = residual_run(x, *self.args, *traced.closed_values())
+            g, *res = residual_run(x, *data)
             self._residuals[k] = tuple(res)
         return linear_run, self._residuals[k]
 
@@ -130,10 +134,14 @@ class Objective:
         """
         x = self._check(x).copy()
 
+        linear: dict[int, tuple] = {}  # frame width -> (linear runner, residuals at x)
+
         def hessp_at_x(V: Any) -> np.ndarray:
             V, single = api._frame(V, x.shape, "p")
             k = V.shape[-1]
-            linear_run, residuals = self._linearized(x, k)
+            if k not in linear:
+                linear[k] = self._linearized(x, k)
+            linear_run, residuals = linear[k]
             (hv,) = linear_run(*residuals, np.ascontiguousarray(V, dtype=np.float64))
             self.nhev += k
             return hv[..., 0] if single else hv
