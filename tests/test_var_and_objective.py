@@ -138,3 +138,14 @@ def test_objective_frame_shape_error():
     obj = nad.Objective(rosen)
     with pytest.raises(ValueError, match=r"\(3,\) \+ \(k,\)"):
         obj.hessp(np.zeros(3), np.zeros((2, 2)))
+
+
+def test_to_dot_draws_computation_and_backpropagation_graphs():
+    program = nad.trace(lambda x: np.sum(x[0] * x[1] + np.exp(x[0] * x[1])), np.ones((2, 3)))
+    forward = program.to_dot()
+    backward = program.to_dot(backward=True)
+    assert forward.startswith("digraph") and "doublecircle" in forward and "exp" in forward
+    edges = {line.strip() for line in forward.splitlines() if "->" in line}
+    reversed_edges = {line.strip() for line in backward.splitlines() if "->" in line}
+    flip = {" -> ".join(reversed(e.rstrip(";").split(" -> "))) + ";" for e in edges}
+    assert reversed_edges == flip and len(edges) >= len(program.steps)

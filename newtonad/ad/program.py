@@ -175,6 +175,33 @@ class Program:
         lines.append(f"  return {', '.join(f's{i}' for i in self.outputs)}")
         return "\n".join(lines)
 
+    def to_dot(self, name: str = "program", backward: bool = False) -> str:
+        """Graphviz source of the computation graph (seed 000's picture).
+
+        Nodes are slots: inputs (roots) as double circles, outputs (targets) bold, each
+        other slot labelled by the step that writes it. With ``backward=True`` every
+        edge is reversed: the backpropagation graph, along which cotangents flow.
+        """
+        writer = {step.output: step for step in self.steps}
+        lines = [f"digraph {name} {{", "  rankdir=LR;", '  node [fontname="monospace"];']
+        for i, slot in enumerate(self.slots):
+            if i in self.inputs:
+                label, attrs = f"x{self.inputs.index(i)}\\n{slot}", "shape=doublecircle"
+            elif i in writer:
+                step = writer[i]
+                label, attrs = f"s{i} = {step.primitive}\\n{slot}", "shape=box"
+            else:
+                continue
+            if i in self.outputs:
+                attrs += ", style=bold"
+            lines.append(f'  s{i} [label="{label}", {attrs}];')
+        for step in self.steps:
+            for i in dict.fromkeys(step.inputs):
+                a, b = (step.output, i) if backward else (i, step.output)
+                lines.append(f"  s{a} -> s{b};")
+        lines.append("}")
+        return "\n".join(lines)
+
     def __repr__(self) -> str:
         return (f"<Program {len(self.inputs)} inputs, {len(self.steps)} steps, "
                 f"{len(self.outputs)} outputs>")
