@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .primitives.core import UndefPrimal, const_p, zeros
+from .primitives.core import UndefPrimal, const_p, tangent_layout, zeros
 from .primitives.elementwise import add_any, mul, neg
 from .primitives.structural import broadcast_to, reshape
 from .program import Program, Slot
@@ -42,9 +42,12 @@ def _tracers(slots: Sequence[Slot]) -> list[Var]:
     return [new_tracer(s) for s in slots]
 
 
-def frame_slot(slot: Slot, k: int) -> Slot:
-    """The slot of a frame of ``k`` directions at ``slot``: shape ``s + (k,)``."""
-    return Slot(slot.shape + (k,), "float64")
+def frame_slot(slot: Slot, k: int | None) -> Slot:
+    """The slot of a frame of ``k`` directions at ``slot``: shape ``s + (k,)``.
+
+    ``k=None`` means a single direction without a frame axis (shape ``s``).
+    """
+    return Slot(slot.shape + (() if k is None else (k,)), "float64")
 
 
 def _fit(t: Any, shape: tuple[int, ...]) -> Any:
@@ -65,29 +68,30 @@ def select_outputs(program: Program, keep: Sequence[int]) -> Program:
 
 # ---- jvp ----------------------------------------------------------------------------------
 
-def jvp_program(program: Program, k: int, wrt: Sequence[int] = (0,)) -> Program:
+def jvp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)) -> Program:
     """Forward mode over tangent frames of ``k`` columns.
 
     Returns a program taking the original inputs followed by one tangent frame
-    (shape ``s + (k,)``) per input listed in ``wrt``, and returning the original
-    outputs followed by their tangent frames. Inputs not in ``wrt`` have zero
-    tangents, kept symbolic: no code is generated for them.
+    (shape ``s + (k,)``; ``s`` when ``k`` is None) per input listed in ``wrt``, and
+    returning the original outputs followed by their tangent frames. Inputs not in
+    ``wrt`` have zero tangents, kept symbolic: no code is generated for them.
     """
     primals = _tracers(program.in_slots)
     tangents_in = _tracers([frame_slot(program.slots[program.inputs[i]], k) for i in wrt])
     env: dict[int, Any] = dict(zip(program.inputs, primals))
     tenv: dict[int, Any] = {program.inputs[i]: t for i, t in zip(wrt, tangents_in)}
-    for step in program.steps:
-        args = [env[i] for i in step.inputs]
-        out = bind(step.primitive, *args, **step.kwargs)
-        env[step.output] = out
-        tangents = [tenv.get(i) for i in step.inputs]
-        if any(t is not None for t in tangents) and is_float(program.slots[step.output]):
-            t_out = step.primitive.jvp(args, tangents, out, **step.kwargs)
-            if t_out is not None:
-                tenv[step.output] = _fit(t_out, program.slots[step.output].shape + (k,))
+    with tangent_layout(framed=k is not None):
+        for step in program.steps:
+            args = [env[i] for i in step.inputs]
+            out = bind(step.primitive, *args, **step.kwargs)
+            env[step.output] = out
+            tangents = [tenv.get(i) for i in step.inputs]
+            if any(t is not None for t in tangents) and is_float(program.slots[step.output]):
+                t_out = step.primitive.jvp(args, tangents, out, **step.kwargs)
+                if t_out is not None:
+                    tenv[step.output] = _fit(t_out, frame_slot(program.slots[step.output], k).shape)
     outs = [env[i] for i in program.outputs]
-    touts = [tenv[i] if i in tenv else zeros(program.slots[i].shape + (k,))
+    touts = [tenv[i] if i in tenv else zeros(frame_slot(program.slots[i], k).shape)
              for i in program.outputs]
     return _build(primals + tangents_in, outs + touts)
 
@@ -146,7 +150,7 @@ def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int
     return known_program, unknown_program
 
 
-def linearize_program(program: Program, k: int, wrt: Sequence[int] = (0,)
+def linearize_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)
                       ) -> tuple[Program, Program]:
     """``linearize = partial_eval ∘ jvp``.
 
@@ -207,12 +211,12 @@ def transpose_program(program: Program, linear: Sequence[bool]) -> Program:
 
 # ---- composites: vjp, grad, hvp --------------------------------------------------------------
 
-def vjp_program(program: Program, k: int, wrt: Sequence[int] = (0,)) -> Program:
+def vjp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)) -> Program:
     """``vjp = transpose ∘ linearize`` over cotangent frames of ``k`` columns.
 
     Returns a program taking the inputs followed by one cotangent frame per output
-    (shape ``out + (k,)``) and returning the outputs followed by one cotangent frame
-    per ``wrt`` input.
+    (shape ``out + (k,)``, or ``out`` when ``k`` is None) and returning the outputs
+    followed by one cotangent frame per ``wrt`` input.
     """
     primal, linear = linearize_program(program, k, wrt)
     n_out = len(program.outputs)
@@ -238,11 +242,10 @@ def value_and_grad_program(program: Program) -> Program:
     The reverse pass is vjp with the single cotangent 1 (seed 000).
     """
     _check_scalar(program)
-    vjp = vjp_program(program, 1)
+    vjp = vjp_program(program, None)  # one cotangent column: no frame axis
     xs = _tracers(program.in_slots)
-    one = Var(np.ones((1,)), const=True)
-    y, ct = interpret(vjp, xs + [one])
-    return simplify(_build(xs, [y, reshape(ct, program.in_slots[0].shape)]))
+    y, ct = interpret(vjp, xs + [Var(np.ones(()), const=True)])
+    return simplify(_build(xs, [y, ct]))
 
 
 @functools.lru_cache(maxsize=256)
@@ -273,33 +276,38 @@ def linearized_hvp(program: Program, k: int) -> tuple[Program, Program]:
 
 # ---- simplification ----------------------------------------------------------------------------
 
-def _const_value(x: Any) -> np.ndarray | None:
-    if isinstance(x, Var):
-        return x.value if x.const else None
-    return np.asarray(x)
+_BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "arctan2"}
 
 
-def _is_scalar_const(x: Any, value: float) -> bool:
-    """Is ``x`` a constant equal to ``value`` everywhere (seen through broadcasts)?"""
+def _uniform(x: Any) -> np.ndarray | None:
+    """The value of a constant that is the same everywhere (seen through broadcasts)."""
     while isinstance(x, Var) and not x.const and x.creator is not None and \
             x.creator.primitive.name in ("broadcast_to", "reshape"):
         x = x.creator.args[0]
-    v = _const_value(x)
-    return v is not None and v.size == 1 and v.reshape(()) == value
+    if isinstance(x, Var) and x.const and np.asarray(x.value).size == 1:
+        return np.asarray(x.value).reshape(())
+    return None
 
 
-def _rewrite(step_prim, args: list, kwargs: dict, out_aval: Slot) -> Any:
+def _rewrite(primitive, args: list, out_aval: Slot) -> Any:
     """Algebraic identities that keep shape and dtype; ``None`` when none applies."""
-    name = step_prim.name
-    if name == "mul":
-        for a, b in ((args[0], args[1]), (args[1], args[0])):
-            if _is_scalar_const(b, 1.0) and a.aval.dtype == out_aval.dtype:
-                return broadcast_to(a, out_aval.shape)
-    elif name in ("add", "sub"):
-        if _is_scalar_const(args[1], 0.0) and args[0].aval.dtype == out_aval.dtype:
-            return broadcast_to(args[0], out_aval.shape)
-        if name == "add" and _is_scalar_const(args[0], 0.0) and args[1].aval.dtype == out_aval.dtype:
-            return broadcast_to(args[1], out_aval.shape)
+    name = primitive.name
+    if name in _BINARY:
+        a, b = args
+        ua, ub = _uniform(a), _uniform(b)
+        if name == "mul" and ua == 1 and b.aval.dtype == out_aval.dtype:
+            return broadcast_to(b, out_aval.shape)
+        if name in ("mul", "div") and ub == 1 and a.aval.dtype == out_aval.dtype:
+            return broadcast_to(a, out_aval.shape)
+        if name == "add" and ua == 0 and b.aval.dtype == out_aval.dtype:
+            return broadcast_to(b, out_aval.shape)
+        if name in ("add", "sub") and ub == 0 and a.aval.dtype == out_aval.dtype:
+            return broadcast_to(a, out_aval.shape)
+        # A broadcast constant next to a full-size operand becomes a scalar constant.
+        if ub is not None and b.shape != () and a.aval.shape == out_aval.shape:
+            return bind(primitive, a, Var(ub, const=True))
+        if ua is not None and a.shape != () and b.aval.shape == out_aval.shape:
+            return bind(primitive, Var(ua, const=True), b)
     elif name == "neg":
         op = args[0].creator
         if op is not None and op.primitive.name == "neg" and not args[0].const:
@@ -307,8 +315,8 @@ def _rewrite(step_prim, args: list, kwargs: dict, out_aval: Slot) -> Any:
     elif name == "reshape":
         op = args[0].creator
         if op is not None and op.primitive.name == "reshape" and not args[0].const:
-            return reshape(op.args[0], kwargs["shape"])
-    elif name == "convert" and args[0].aval.dtype == kwargs["dtype"]:
+            return reshape(op.args[0], out_aval.shape)
+    elif name == "convert" and args[0].aval.dtype == out_aval.dtype:
         return args[0]
     return None
 
@@ -324,7 +332,7 @@ def simplify(program: Program) -> Program:
     for step in program.steps:
         args = [env[i] for i in step.inputs]
         if step.primitive is not const_p and all(isinstance(a, Var) for a in args):
-            replaced = _rewrite(step.primitive, args, step.kwargs, program.slots[step.output])
+            replaced = _rewrite(step.primitive, args, program.slots[step.output])
             if replaced is not None:
                 env[step.output] = replaced
                 continue
@@ -340,7 +348,7 @@ def _op_pullback(primitive, params: tuple, avals: tuple[Slot, ...], wrt: tuple[i
 
     xs = _tracers(avals)
     program = _build(xs, [bind(primitive, *xs, **dict(params))])
-    return compile_program(vjp_program(program, 1, wrt)), len(avals)
+    return compile_program(vjp_program(program, None, wrt)), len(avals)
 
 
 def op_vjp(op: Op, out_ct: np.ndarray) -> list[np.ndarray | None]:
@@ -350,10 +358,10 @@ def op_vjp(op: Op, out_ct: np.ndarray) -> list[np.ndarray | None]:
         return [None] * len(op.args)
     params = tuple(sorted(op.params.items()))
     run, n = _op_pullback(op.primitive, params, tuple(a.aval for a in op.args), wrt)
-    results = run(*[np.asarray(a.value) for a in op.args], np.asarray(out_ct)[..., None])
+    results = run(*[np.asarray(a.value) for a in op.args], np.asarray(out_ct))
     cts: list[np.ndarray | None] = [None] * len(op.args)
     for i, ct in zip(wrt, results[1:]):
-        cts[i] = ct[..., 0]
+        cts[i] = ct
     return cts
 
 

@@ -7,7 +7,9 @@ its rules is one short entry next to it:
 * ``impl``: the NumPy reference evaluation;
 * ``jvp``: ``(primals, tangents, out, **params) -> tangent of out``. Tangents are
   *frames*: a tangent at a slot of shape ``s`` with ``k`` directions has shape
-  ``s + (k,)``. A missing tangent is ``None`` (a symbolic zero), and a rule may
+  ``s + (k,)``. A transform may also run without a frame axis (one direction,
+  tangent shape ``s``), as gradients do; rules stay the same, using :func:`lift` and
+  :func:`frame_cols`. A missing tangent is ``None`` (a symbolic zero), and a rule may
   return ``None``. Rules are written with the ops of this package, so the derived
   program can itself be differentiated again;
 * ``transpose`` (linear primitives only): ``(ct, *args, **params) -> cotangent per
@@ -17,7 +19,8 @@ its rules is one short entry next to it:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -88,6 +91,39 @@ def aval_of(x: Any) -> Slot:
 
 def shape_of(x: Any) -> tuple[int, ...]:
     return aval_of(x).shape
+
+
+# ---- frame layout --------------------------------------------------------------------
+
+_layout = {"framed": True}
+
+
+@contextlib.contextmanager
+def tangent_layout(framed: bool) -> Iterator[None]:
+    """Within this block jvp rules see frames (``s + (k,)``) or single tangents (``s``)."""
+    saved = _layout["framed"]
+    _layout["framed"] = framed
+    try:
+        yield
+    finally:
+        _layout["framed"] = saved
+
+
+def framed() -> bool:
+    """Do tangents carry a trailing frame axis in the transform now running?"""
+    return _layout["framed"]
+
+
+def lift(x: Any) -> Any:
+    """A primal of shape ``s`` made to broadcast against tangents: ``s + (1,)`` for frames."""
+    from .structural import reshape
+
+    return reshape(x, shape_of(x) + (1,)) if _layout["framed"] else x
+
+
+def frame_cols(t: Any, primal_ndim: int) -> tuple[int, ...]:
+    """The trailing column axis of a tangent frame (empty for a single tangent)."""
+    return shape_of(t)[primal_ndim:]
 
 
 # ---- const -------------------------------------------------------------------------

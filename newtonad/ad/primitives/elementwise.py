@@ -2,7 +2,7 @@
 
 Binary primitives broadcast like NumPy. In jvp rules a primal ``x`` of shape ``s``
 meets a tangent frame of shape ``s + (k,)``; ``lift(x)`` reshapes it to ``s + (1,)``
-so that NumPy broadcasting lines the frame columns up.
+so that NumPy broadcasting lines the frame columns up (see ``core.lift``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..program import Slot
-from .core import Primitive, aval_of, is_undef, shape_of
+from .core import Primitive, aval_of, is_undef, lift, shape_of
 
 
 # ---- shape rules --------------------------------------------------------------------
@@ -35,13 +35,6 @@ def bool_shape(*avals: Slot) -> Slot:
 
 
 # ---- helpers used by the rules ------------------------------------------------------
-
-def lift(x: Any) -> Any:
-    """Primal ``x`` of shape ``s`` as ``s + (1,)``, to broadcast against frames."""
-    from .structural import reshape
-
-    return reshape(x, shape_of(x) + (1,))
-
 
 def add_any(a: Any, b: Any) -> Any:
     """Add two tangents, either of which may be a symbolic zero (``None``)."""

@@ -12,7 +12,7 @@ import string
 import numpy as np
 
 from ..program import Slot
-from .core import Primitive, is_undef, shape_of
+from .core import Primitive, framed, is_undef, shape_of
 from .elementwise import add_any
 from .structural import broadcast_to
 
@@ -46,7 +46,7 @@ def _free_letter(spec: str) -> str:
 
 def _einsum_jvp(primals, tangents, out, *, spec):
     (sa, sb), so = parse(spec)
-    z = _free_letter(spec)  # the frame's column index
+    z = _free_letter(spec) if framed() else ""  # the frame's column index
     a, b = primals
     ta, tb = tangents
     da = None if ta is None else einsum(f"{sa}{z},{sb}->{so}{z}", ta, b)

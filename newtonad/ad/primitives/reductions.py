@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from ..program import Slot
-from .core import Primitive, shape_of
-from .elementwise import add, convert, div, eq, lift, mul
+from .core import Primitive, lift, shape_of
+from .elementwise import add, convert, div, eq, mul
 
 
 def _reduced_shape(x: Slot, *, axes: tuple[int, ...]) -> Slot:

@@ -12,13 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..program import Slot
-from .core import Primitive, UndefPrimal, shape_of, zeros
+from .core import Primitive, UndefPrimal, frame_cols, shape_of, zeros
 from .elementwise import unbroadcast
-
-
-def _frame_cols(t: Any, primal_ndim: int) -> tuple[int, ...]:
-    """The trailing column axis of a frame (empty for a primal)."""
-    return shape_of(t)[primal_ndim:]
 
 
 # ---- reshape ---------------------------------------------------------------------------
@@ -31,7 +26,7 @@ def _reshape_shape(x: Slot, *, shape: tuple[int, ...]) -> Slot:
 
 reshape_p = Primitive(
     "reshape", impl=lambda x, *, shape: np.reshape(x, shape), shape=_reshape_shape,
-    jvp=lambda p, t, out, *, shape: reshape(t[0], shape + _frame_cols(t[0], p[0].ndim)),
+    jvp=lambda p, t, out, *, shape: reshape(t[0], shape + frame_cols(t[0], p[0].ndim)),
     transpose=lambda ct, x, *, shape: [reshape(ct, x.shape)])
 
 
@@ -74,7 +69,7 @@ def _broadcast_shape(x: Slot, *, shape: tuple[int, ...]) -> Slot:
 def _broadcast_jvp(primals, tangents, out, *, shape):
     t = tangents[0]
     # A frame x.shape + (k,) right-aligns with shape + (k,): NumPy's rule does the rest.
-    return broadcast_to(t, shape + _frame_cols(t, primals[0].ndim))
+    return broadcast_to(t, shape + frame_cols(t, primals[0].ndim))
 
 
 broadcast_to_p = Primitive(
@@ -172,8 +167,8 @@ def _concat_shape(*xs: Slot, axis: int) -> Slot:
 
 
 def _concat_jvp(primals, tangents, out, *, axis):
-    k = next(shape_of(t)[-1] for t in tangents if t is not None)
-    parts = [t if t is not None else zeros(shape_of(p) + (k,)) for p, t in zip(primals, tangents)]
+    cols = next(frame_cols(t, len(shape_of(p))) for p, t in zip(primals, tangents) if t is not None)
+    parts = [t if t is not None else zeros(shape_of(p) + cols) for p, t in zip(primals, tangents)]
     return concatenate(parts, axis)
 
 

@@ -1,0 +1,61 @@
+"""Buffer plan for the numba engine: intermediates packed into one arena per dtype.
+
+Each intermediate array lives at an offset of a flat arena (one per dtype) that the
+runner allocates once and passes to every call, so nothing is allocated per call and
+the generated kernel only carves views. Two intermediates share memory when their
+live ranges (first writing item to last reading item) do not overlap: first-fit
+placement in order of first use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALIGN = 8  # elements: 64-byte alignment for float64 and int64 buffers
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """One intermediate: ``size`` elements of ``dtype`` live over items ``[first, last]``."""
+
+    slot: int
+    dtype: str
+    size: int
+    first: int
+    last: int
+
+
+def _round_up(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def place(buffers: list[Buffer]) -> tuple[dict[int, int], dict[str, int]]:
+    """Assign arena offsets.
+
+    Parameters
+    ----------
+    buffers : list of Buffer
+        The intermediates with their live ranges.
+
+    Returns
+    -------
+    offsets : dict
+        Slot number to offset (in elements) in its dtype's arena.
+    sizes : dict
+        Arena length per dtype name.
+    """
+    offsets: dict[int, int] = {}
+    sizes: dict[str, int] = {}
+    placed: dict[str, list[tuple[int, int, Buffer]]] = {}
+    for buf in sorted(buffers, key=lambda b: (b.first, -b.size)):
+        taken = sorted((lo, hi) for lo, hi, other in placed.get(buf.dtype, [])
+                       if other.first <= buf.last and buf.first <= other.last)
+        offset = 0
+        for lo, hi in taken:
+            if offset + buf.size <= lo:
+                break
+            offset = max(offset, _round_up(hi))
+        placed.setdefault(buf.dtype, []).append((offset, offset + buf.size, buf))
+        offsets[buf.slot] = offset
+        sizes[buf.dtype] = max(sizes.get(buf.dtype, 0), offset + buf.size)
+    return offsets, sizes

@@ -1,0 +1,423 @@
+"""Fusion planning for the numba engine: which slots live in memory, and which loops.
+
+A Program is partitioned into *items* run in order:
+
+* a :class:`Nest` is one loop nest over an iteration *space* (a shape with its unit
+  axes removed). It computes every value it needs from index expressions, so the
+  elementwise steps, broadcasts, slices, transposes and unit reshapes that feed it are
+  fused into its body, and writes a few *sinks*: stores of materialised slots,
+  ``+=`` into accumulators (sums of ``unslice`` – the transposes of slicing, met in
+  every gradient – are scattered, not gathered), and reductions;
+* an :class:`Opaque` item runs one step that is not fused (einsum, gather, scatter,
+  cumsum, concatenate) on materialised operands.
+
+Values inside a nest are addressed by an *index map* (:data:`IMap`): one affine
+:data:`Dim` ``var * scale + offset`` per axis of the slot, in the nest's loop
+variables. Each step becomes one statement per distinct index map (common
+subexpressions under the same map are computed once). Sinks whose spaces are prefixes
+of one another share a nest, so the primal (shape ``s``) and a frame (``s + (k,)``)
+are computed in one pass with the frame columns innermost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..program import ArrayConst, Program, Slot, Step
+
+# ---- index maps ------------------------------------------------------------------------------
+
+Dim = tuple[int | None, int, int]  # (loop variable or None, scale, offset)
+IMap = tuple[Dim, ...]
+ZERO: Dim = (None, 0, 0)
+
+ELEMENTWISE = frozenset("""neg exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh
+    cosh tanh square reciprocal abs sign floor ceil stop_gradient logical_not integer_pow add
+    sub mul div pow maximum minimum arctan2 lt le gt ge eq ne logical_and logical_or select
+    convert""".split())
+INDEXING = frozenset({"broadcast_to", "slice", "transpose"})
+REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod"})
+OPAQUE = frozenset({"einsum", "gather", "scatter_add", "cumsum", "concatenate"})
+SUPPORTED = ELEMENTWISE | INDEXING | REDUCTIONS | OPAQUE | {"const", "reshape", "unslice"}
+
+
+class Unsupported(Exception):
+    """The program uses something this engine does not lower (the caller falls back)."""
+
+
+def squeeze(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The iteration space of ``shape``: its axes of length other than one."""
+    return tuple(n for n in shape if n != 1)
+
+
+def identity_map(shape: tuple[int, ...]) -> IMap:
+    """Index ``shape`` by the loop variables of ``squeeze(shape)``, in order."""
+    dims, var = [], 0
+    for n in shape:
+        if n == 1:
+            dims.append(ZERO)
+        else:
+            dims.append((var, 1, 0))
+            var += 1
+    return tuple(dims)
+
+
+def broadcast_map(out: IMap, out_shape: tuple[int, ...], in_shape: tuple[int, ...]) -> IMap:
+    """The index map of an operand broadcast (NumPy rules) to ``out_shape``."""
+    lead = len(out_shape) - len(in_shape)
+    return tuple(ZERO if n == 1 else out[lead + d] for d, n in enumerate(in_shape))
+
+
+def shift(d: Dim, start: int, step: int) -> Dim:
+    """``start + step * d``."""
+    var, scale, offset = d
+    return (var, scale * step, start + step * offset) if var is not None else (None, 0, start + step * offset)
+
+
+def is_unit_reshape(in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> bool:
+    """True when a reshape only inserts or removes axes of length one."""
+    return squeeze(in_shape) == squeeze(out_shape)
+
+
+def unit_reshape_map(out: IMap, out_shape: tuple[int, ...], in_shape: tuple[int, ...]) -> IMap:
+    real = iter(d for d, n in zip(out, out_shape) if n != 1)
+    return tuple(ZERO if n == 1 else next(real) for n in in_shape)
+
+
+def operand_maps(step: Step, out: IMap, slots: tuple[Slot, ...]) -> list[IMap]:
+    """Index maps of a fusable step's operands, given the map of its output."""
+    name, kw = step.primitive.name, step.kwargs
+    out_shape = slots[step.output].shape
+    shapes = [slots[i].shape for i in step.inputs]
+    if name in ELEMENTWISE or name == "broadcast_to":
+        return [broadcast_map(out, out_shape, s) for s in shapes]
+    if name == "slice":
+        sl = kw["slices"]
+        return [tuple(shift(d, sl[a][0], sl[a][2]) if a < len(sl) else d for a, d in enumerate(out))]
+    if name == "transpose":
+        perm = kw["perm"]
+        m: list[Dim] = [ZERO] * len(perm)
+        for i, p in enumerate(perm):
+            m[p] = out[i]
+        return [tuple(m)]
+    if name == "reshape":
+        return [unit_reshape_map(out, out_shape, shapes[0])]
+    raise AssertionError(name)
+
+
+def map_vars(m: IMap) -> int:
+    """The loop depth an index map needs: one more than its deepest variable."""
+    return max((d[0] + 1 for d in m if d[0] is not None), default=0)
+
+
+# ---- plan records ------------------------------------------------------------------------------
+
+@dataclass
+class Sink:
+    """One write of a nest.
+
+    kind ``"store"``: ``target[tmap] = value``; ``"accum"``: ``target[tmap] += value``;
+    ``"reduce"``: ``target[tmap] (op)= value`` with ``op`` one of sum/prod/max/min.
+    """
+
+    kind: str
+    value: int            # slot whose value is written
+    vmap: IMap            # its index map in the sink's own space
+    target: int           # slot written
+    tmap: IMap            # index map of the target
+    space: tuple[int, ...]
+    op: str = ""
+    step: Step | None = None  # the step the sink comes from (for comments)
+
+
+@dataclass
+class Nest:
+    space: tuple[int, ...]
+    sinks: list[Sink] = field(default_factory=list)
+    inits: list[int] = field(default_factory=list)  # slots to fill before the loops
+
+
+@dataclass
+class Opaque:
+    step: Step
+
+
+@dataclass
+class Plan:
+    """Everything codegen needs: the items, and what lives where.
+
+    ``stored`` slots have memory (or a scalar local) and are loaded when read;
+    ``write_only`` slots are stored (outputs, operands of opaque steps) but fused
+    readers recompute them; ``views`` maps a slot to the slot it reshapes (same
+    memory); ``init`` gives the fill value of accumulators and reductions.
+    """
+
+    program: Program
+    items: list[Any]
+    stored: set[int]
+    write_only: set[int]
+    views: dict[int, int]
+    init: dict[int, Any]
+    literals: dict[int, Any]   # const slots of size one: slot -> Python scalar
+    const_arrays: list[int]    # const slots passed as arrays
+
+
+# ---- the planner ---------------------------------------------------------------------------
+
+def _fill_value(name: str, dtype: str) -> Any:
+    """The identity of a reduction (``accum`` and ``reduce_sum``: zero)."""
+    if name in ("reduce_sum", "accum"):
+        return 0
+    if name == "reduce_prod":
+        return 1
+    if dtype == "bool":
+        return name == "reduce_min"
+    if dtype == "int64":
+        return int(np.iinfo(np.int64).max if name == "reduce_min" else np.iinfo(np.int64).min)
+    return float("inf") if name == "reduce_min" else float("-inf")
+
+
+class Planner:
+    """Build a :class:`Plan`; ``forced`` slots are materialised (recompute budget)."""
+
+    MAX_MAPS = 4  # distinct index maps of one slot in one nest before it is stored
+
+    def __init__(self, program: Program, forced: frozenset[int] = frozenset()):
+        self.p = program
+        self.slots = program.slots
+        self.forced = set(forced)
+        self.producer: dict[int, Step] = {s.output: s for s in program.steps}
+        self.users = program.consumers()
+        self.outputs = set(program.outputs)
+        for step in program.steps:
+            if step.primitive.name not in SUPPORTED:
+                raise Unsupported(step.primitive.name)
+
+    # -- classification --------------------------------------------------------------
+    def _classify(self) -> None:
+        p, slots = self.p, self.slots
+        self.literals: dict[int, Any] = {}
+        self.const_arrays: list[int] = []
+        self.stored: set[int] = set(p.inputs)
+        self.views: dict[int, int] = {}
+        self.write_only: set[int] = set()      # fusable slots stored for an output/opaque
+        self.accum_of: dict[int, int] = {}      # tree node -> root
+        self.accum_leaves: dict[int, list[tuple[str, int, Step]]] = {}
+        opaque_operands = {i for s in p.steps if s.primitive.name in OPAQUE for i in s.inputs}
+        for step in p.steps:
+            name, out = step.primitive.name, step.output
+            if name == "const":
+                value = step.kwargs["value"]
+                arr = value.array if isinstance(value, ArrayConst) else np.asarray(value)
+                if arr.size == 1 and out not in opaque_operands:
+                    self.literals[out] = arr.reshape(()).item()
+                else:
+                    self.const_arrays.append(out)
+                    self.stored.add(out)
+            elif name in REDUCTIONS or name in OPAQUE:
+                self.stored.add(out)
+        self._find_accumulators()
+        for step in p.steps:
+            name, src, out = step.primitive.name, step.inputs[0] if step.inputs else -1, step.output
+            if name in OPAQUE:
+                for i in step.inputs:
+                    self._need_memory(i)
+            elif name == "reshape" and (src in self.stored or not is_unit_reshape(
+                    slots[src].shape, slots[out].shape)) and src not in self.literals \
+                    and slots[src].shape != () and slots[out].shape != ():
+                # a reshape of something in memory is a free view of it
+                self._need_memory(src, for_read=True)
+                self.views[out] = src
+                self.stored.add(out)
+        for i in self.forced:
+            self._need_memory(i, for_read=True)
+        for i in p.outputs:
+            self._need_memory(i)
+
+    def _need_memory(self, i: int, for_read: bool = False) -> None:
+        """Give slot ``i`` memory; ``for_read``: fused readers load it instead of recomputing."""
+        if i in self.stored or i in self.literals:
+            return
+        if for_read:
+            self.stored.add(i)
+            self.write_only.discard(i)
+        else:
+            self.write_only.add(i)
+
+    def _find_accumulators(self) -> None:
+        """Sums of unslices (and the unslices themselves) become scattered accumulators."""
+        slots = self.slots
+        for step in self.p.steps:
+            name, out = step.primitive.name, step.output
+            if name == "unslice":
+                self.accum_of[out] = out
+                self.accum_leaves[out] = [("unslice", step.inputs[0], step)]
+            elif name == "add" and slots[out].dtype != "bool":
+                absorbed = [i for i in step.inputs
+                            if i in self.accum_of and self.accum_of[i] == i and i not in self.outputs
+                            and slots[i].shape == slots[out].shape and self.users.get(i) == [self._index(step)]
+                            and i not in self.forced]
+                if not absorbed or step.inputs[0] == step.inputs[1]:
+                    continue
+                leaves = []
+                for i in step.inputs:
+                    if i in absorbed:
+                        leaves.extend(self.accum_leaves.pop(i))
+                        self.stored.discard(i)
+                        self.write_only.discard(i)
+                        self.accum_of[i] = out
+                    else:
+                        leaves.append(("dense", i, step))
+                self.accum_of[out] = out
+                self.accum_leaves[out] = leaves
+        for root in self.accum_leaves:
+            self.stored.add(root)
+            self.write_only.discard(root)
+        # nodes absorbed into a tree are never read (single consumer), drop their roots
+        for node, root in list(self.accum_of.items()):
+            r = root
+            while self.accum_of[r] != r:
+                r = self.accum_of[r]
+            self.accum_of[node] = r
+
+    def _index(self, step: Step) -> int:
+        if not hasattr(self, "_step_index"):
+            self._step_index = {id(s): n for n, s in enumerate(self.p.steps)}
+        return self._step_index[id(step)]
+
+    # -- dependencies -------------------------------------------------------------------
+    def deps(self, i: int) -> frozenset[int]:
+        """Slots in memory that computing slot ``i`` in a nest loads."""
+        memo = self._deps
+        if i in memo:
+            return memo[i]
+        if i in self.stored or i in self.literals:
+            r = frozenset() if i in self.literals else frozenset({i})
+        else:
+            step = self.producer[i]
+            r = frozenset().union(*(self.deps(j) for j in step.inputs)) if step.inputs else frozenset()
+        memo[i] = r
+        return r
+
+    # -- items --------------------------------------------------------------------------
+    def plan(self) -> Plan:
+        self._classify()
+        self._deps: dict[int, frozenset[int]] = {}
+        self.items: list[Any] = []
+        self.ready: dict[int, int] = {i: -1 for i in self.p.inputs}  # slot -> last writer item
+        for i in self.const_arrays:
+            self.ready[i] = -1
+        init: dict[int, Any] = {}
+        for step in self.p.steps:
+            name, out = step.primitive.name, step.output
+            slot = self.slots[out]
+            if name == "const":
+                continue
+            if out in self.views:
+                self.ready[out] = self.ready.get(self.views[out], -1)
+                continue
+            if name in OPAQUE:
+                self.items.append(Opaque(step))
+                self.ready[out] = len(self.items) - 1
+            elif name in REDUCTIONS:
+                x = step.inputs[0]
+                xs = self.slots[x].shape
+                vmap = identity_map(xs)
+                tmap = tuple(d for a, d in enumerate(vmap) if a not in step.kwargs["axes"])
+                init[out] = _fill_value(name, slot.dtype)
+                self._add_sink(Sink("reduce", x, vmap, out, tmap, squeeze(xs), name, step))
+            elif out in self.accum_leaves:
+                init[out] = 0
+                for kind, leaf, lstep in self.accum_leaves[out]:
+                    if kind == "unslice":
+                        ls = self.slots[leaf].shape
+                        vmap = identity_map(ls)
+                        sl = lstep.kwargs["slices"]
+                        tmap = tuple(shift(d, sl[a][0], sl[a][2]) if a < len(sl) else d
+                                     for a, d in enumerate(vmap))
+                        self._add_sink(Sink("accum", leaf, vmap, out, tmap, squeeze(ls), "", lstep))
+                    else:
+                        tmap = identity_map(slot.shape)
+                        vmap = broadcast_map(tmap, slot.shape, self.slots[leaf].shape)
+                        self._add_sink(Sink("accum", leaf, vmap, out, tmap, squeeze(slot.shape), "", lstep))
+            elif out in self.write_only or (out in self.stored and out not in self.accum_of):
+                m = identity_map(slot.shape)
+                self._add_sink(Sink("store", out, m, out, m, squeeze(slot.shape), "", step))
+        # fill accumulators in the first nest that writes them
+        for n, item in enumerate(self.items):
+            if isinstance(item, Nest):
+                for s in item.sinks:
+                    if s.target in init and s.target not in item.inits and not self._filled(s.target, n):
+                        item.inits.append(s.target)
+        return Plan(self.p, self.items, self.stored, self.write_only, self.views, init,
+                    self.literals, self.const_arrays)
+
+    def _filled(self, target: int, before: int) -> bool:
+        return any(isinstance(it, Nest) and target in it.inits for it in self.items[:before])
+
+    def _base(self, i: int) -> int:
+        while i in self.views:
+            i = self.views[i]
+        return i
+
+    def _add_sink(self, sink: Sink) -> None:
+        after = max((self.ready.get(self._base(i), -1) for i in self.deps(sink.value)), default=-1)
+        chosen = None
+        for n in range(len(self.items) - 1, after, -1):
+            item = self.items[n]
+            if isinstance(item, Nest) and _compatible(item.space, sink.space):
+                chosen = n
+                break
+        if chosen is None:
+            self.items.append(Nest(sink.space))
+            chosen = len(self.items) - 1
+        nest = self.items[chosen]
+        nest.sinks.append(sink)
+        if len(sink.space) > len(nest.space):
+            nest.space = sink.space
+        self.ready[sink.target] = max(self.ready.get(sink.target, -1), chosen)
+
+
+def _compatible(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
+
+
+def make_plan(program: Program) -> Plan:
+    """Plan ``program``; slots recomputed under too many index maps are materialised."""
+    forced: frozenset[int] = frozenset()
+    for _ in range(8):
+        plan = Planner(program, forced).plan()
+        heavy = count_maps(plan)
+        if not heavy - forced:
+            return plan
+        forced = forced | heavy
+    return plan
+
+
+def count_maps(plan: Plan) -> set[int]:
+    """Fusable slots that some nest would compute under more than MAX_MAPS index maps."""
+    producer = {s.output: s for s in plan.program.steps}
+    slots = plan.program.slots
+    heavy: set[int] = set()
+    for item in plan.items:
+        if not isinstance(item, Nest):
+            continue
+        seen: dict[int, set[IMap]] = {}
+        stack = [(s.value, s.vmap) for s in item.sinks]
+        visited: set[tuple[int, IMap]] = set()
+        while stack:
+            i, m = stack.pop()
+            if (i, m) in visited or i in plan.stored or i in plan.literals:
+                continue
+            visited.add((i, m))
+            seen.setdefault(i, set()).add(m)
+            step = producer[i]
+            if step.inputs:
+                for j, jm in zip(step.inputs, operand_maps(step, m, slots)):
+                    stack.append((j, jm))
+        heavy |= {i for i, ms in seen.items() if len(ms) > Planner.MAX_MAPS}
+    return heavy
