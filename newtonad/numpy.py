@@ -7,7 +7,7 @@ NumPy results.
 
 from .ad import var_ops as _var_ops  # noqa: F401  (Var's numpy protocols)
 from .ad.numpy_api import (  # noqa: F401
-    absolute, add, arccos, arcsin, arctan, arctan2, astype, atleast_1d, atleast_2d,
+    absolute, add, arccos, array, asarray, arcsin, arctan, arctan2, astype, atleast_1d, atleast_2d,
     broadcast_to, ceil, clip, concatenate, copy, cos, cosh, cumsum, diag, diagonal, diff,
     dot, einsum, equal, exp, exp2, expand_dims, expm1, flip, floor, full_like, greater,
     greater_equal, hstack, hypot, inner, less, less_equal, log, log1p, log2, log10,

@@ -114,3 +114,16 @@ def test_traced_integer_index_data():
     np.testing.assert_allclose(g, expected)
     g2 = nad.grad(f)(x, np.array([1, 1, 1, 1]))
     np.testing.assert_allclose(g2, [0, 8 * x[1], 0, 0, 0])
+
+
+def test_array_of_traced_scalars_via_newtonad_numpy():
+    def residuals(x):
+        return nad.numpy.array([10.0 * (x[1] - x[0] ** 2), 1.0 - x[0], [x[0], x[1]][0] * 0.0])
+
+    f = lambda x: np.sum(residuals(x) ** 2)
+    x = np.array([-1.2, 1.0])
+    assert_allclose_grad = nad.grad(f)(x)
+    expected = np.array([-400 * x[0] * (x[1] - x[0] ** 2) - 2 * (1 - x[0]), 200 * (x[1] - x[0] ** 2)])
+    np.testing.assert_allclose(assert_allclose_grad, expected, rtol=1e-13)
+    with pytest.raises(nad.TracerBoolError, match="newtonad.numpy.array"):
+        nad.grad(lambda x: np.sum(np.array([x[0], x[1]])))(x)

@@ -607,6 +607,29 @@ def copy(a, **kwargs):
     return a
 
 
+def _contains_var(obj) -> bool:
+    if isinstance(obj, Var):
+        return True
+    return isinstance(obj, (list, tuple)) and builtins.any(_contains_var(o) for o in obj)
+
+
+def array(obj, dtype=None, **kwargs):
+    """``np.array`` that also accepts (nested) lists of traced values, by stacking them.
+
+    NumPy's own ``np.array([x[0], x[1]])`` cannot be intercepted, so write
+    ``newtonad.numpy.array([...])`` (or ``np.stack``) when the entries are traced.
+    """
+    if isinstance(obj, Var):
+        return obj if dtype is None else astype(obj, dtype)
+    if _contains_var(obj):
+        out = stack([array(o) for o in obj])
+        return out if dtype is None else astype(out, dtype)
+    return np.array(obj, dtype=dtype, **kwargs)
+
+
+asarray = array
+
+
 # ---- indexing -----------------------------------------------------------------------------
 
 def _normalize_index(idx, n: int):

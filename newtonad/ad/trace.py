@@ -146,8 +146,8 @@ class Var:
         return self._concrete("x.tolist()").tolist()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        value = self._concrete("np.asarray(x) or np.array([...]) of traced values (use np.stack "
-                               "to build an array from traced parts)")
+        value = self._concrete("np.asarray(x) or np.array([...]) of traced values (build arrays "
+                               "from traced parts with np.stack or newtonad.numpy.array)")
         return np.asarray(value, dtype=dtype)
 
     def __iter__(self):
