@@ -179,7 +179,7 @@ class Generator:
         for n, i in enumerate(plan.const_arrays):
             value = self.producer[i].kwargs["value"]
             arr = value.array if isinstance(value, ArrayConst) else np.asarray(value, self.slots[i].dtype)
-            consts.append(np.ascontiguousarray(arr, dtype=self.slots[i].dtype))
+            consts.append(np.array(arr, dtype=self.slots[i].dtype, order="C", copy=True))
             lines.append(f"r{i} = c{n}[()]" if self.is_scalar(i) else f"b{i} = c{n}")
         # live ranges of the arena buffers
         first: dict[int, int] = {}

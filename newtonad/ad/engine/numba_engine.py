@@ -1,0 +1,191 @@
+"""The ``numba`` engine: Programs lowered to fused, cached, nopython kernels.
+
+``compile_program(program)`` plans the program (:mod:`.numba_plan`: fusion into loop
+nests), generates readable source (:mod:`.numba_codegen`), writes it to the disk cache
+and compiles or loads it (:mod:`.numba_cache`), and returns a runner::
+
+    run = compile_program(program)
+    outputs = run(*inputs)                  # a tuple of fresh arrays, one per output
+
+Intermediates live in arenas allocated once per runner (:mod:`.numba_buffers`).
+Outputs are new arrays on every call, so a caller may keep them. Callers that do not
+keep them can avoid the allocation:
+
+* ``run(*inputs, out=(a, b, ...))`` writes into the given C-contiguous arrays;
+* ``run.reuse_outputs = True`` makes every call return the *same* arrays, overwritten
+  by the next call (the opt-in for hot loops such as a CG iteration).
+
+Runners are not thread-safe (they share their arenas). A program with a primitive
+this engine does not lower runs on the NumPy engine, with one warning per primitive.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+from ..program import Program
+from . import numpy_eval, register
+from .numba_codegen import Kernel, generate
+from .numba_plan import Unsupported, make_plan
+
+_DTYPES = {"float64": np.dtype(np.float64), "int64": np.dtype(np.int64), "bool": np.dtype(np.bool_)}
+
+
+class NumbaFallbackWarning(RuntimeWarning):
+    """A program ran on the NumPy engine because the numba engine could not lower it."""
+
+
+_warned: set[str] = set()
+
+
+def _fallback(program: Program, reason: str) -> Callable[..., tuple]:
+    if reason not in _warned:
+        _warned.add(reason)
+        warnings.warn(f"numba engine: {reason}; running this program with the numpy engine",
+                      NumbaFallbackWarning, stacklevel=3)
+    return numpy_eval.compile_program(program)
+
+
+def lower(program: Program) -> Kernel:
+    """Plan and generate the kernel of ``program`` (no compilation)."""
+    return generate(make_plan(program))
+
+
+def source(program: Program) -> str:
+    """The generated Python source of ``program``'s kernel, for reading and debugging."""
+    return lower(program).source
+
+
+def _numba_signature(kernel: Kernel, arena_sizes: list[tuple[str, int]]):
+    from numba import types
+
+    scalar = {"float64": types.float64, "int64": types.int64, "bool": types.boolean}
+
+    def arr(shape, dtype):
+        return types.Array(scalar[dtype], len(shape), "C")
+
+    return tuple([arr(s, d) for s, d in kernel.in_specs] + [arr(s, d) for s, d in kernel.out_specs]
+                 + [arr(c.shape, c.dtype.name) for c in kernel.consts]
+                 + [arr((n,), d) for d, n in arena_sizes])
+
+
+def load(kernel: Kernel, program_key: str):
+    """Compile ``kernel`` (or load it from the disk cache); returns the numba callable."""
+    from . import numba_cache as cache
+
+    name, path = cache.ensure_source(kernel.source, program_key)
+    sig = _numba_signature(kernel, kernel.arenas)
+    for attempt in range(2):
+        try:
+            module = cache.import_module(name, path)
+            dispatcher = module.kernel
+            dispatcher.compile(sig)
+            overload = dispatcher.overloads[sig]
+            return getattr(overload, "entry_point", None) or dispatcher
+        except Exception:
+            if attempt:
+                raise
+            # a corrupt cache entry: drop it (and the source) and compile afresh
+            cache.purge(name, path)
+            name, path = cache.ensure_source(kernel.source, program_key)
+    raise AssertionError("unreachable")
+
+
+def _coerce(a: Any, shape: tuple[int, ...], dtype: np.dtype, what: str) -> np.ndarray:
+    arr = np.asarray(a)
+    if arr.shape != shape:
+        raise ValueError(f"{what} has shape {arr.shape}, but this compiled program takes shape {shape}; "
+                         "call the API again to trace it at the new shape")
+    if arr.dtype != dtype and not np.can_cast(arr.dtype, dtype, casting="same_kind"):
+        raise TypeError(f"{what} has dtype {arr.dtype}, but this compiled program takes {dtype}")
+    return np.asarray(arr, dtype=dtype, order="C")
+
+
+_RUNNER_TEMPLATE = '''
+def run({params}*, out=None):
+{checks}
+    if out is None:
+        if run.reuse_outputs:
+            {outs} = reused
+        else:
+{allocs}
+    else:
+        {outs} = check_out(out)
+    kernel({args})
+    return ({outs},)
+'''
+
+
+def make_runner(fn: Callable, kernel: Kernel) -> Callable[..., tuple]:
+    """The Python wrapper around a compiled kernel: checks inputs, provides outputs."""
+    n_in, n_out = len(kernel.in_specs), len(kernel.out_specs)
+    ns: dict[str, Any] = {"kernel": fn, "ndarray": np.ndarray, "empty": np.empty,
+                          "coerce": _coerce}
+    checks = []
+    for j, (shape, dtype) in enumerate(kernel.in_specs):
+        ns[f"S{j}"], ns[f"D{j}"] = tuple(shape), _DTYPES[dtype]
+        checks.append(f"    if x{j}.__class__ is not ndarray or x{j}.dtype is not D{j} or x{j}.shape != S{j} "
+                      f"or not x{j}.flags.c_contiguous:\n"
+                      f"        x{j} = coerce(x{j}, S{j}, D{j}, 'input {j}')")
+    out_specs = [(tuple(s), _DTYPES[d]) for s, d in kernel.out_specs]
+    for j, (shape, dtype) in enumerate(out_specs):
+        ns[f"OS{j}"], ns[f"OD{j}"] = shape, dtype
+    ns["reused"] = tuple(np.empty(s, d) for s, d in out_specs)
+    extra = [f"C{n}" for n in range(len(kernel.consts))] + [f"A{n}" for n in range(len(kernel.arenas))]
+    for n, c in enumerate(kernel.consts):
+        ns[f"C{n}"] = c
+    for n, (d, size) in enumerate(kernel.arenas):
+        ns[f"A{n}"] = np.zeros(size, _DTYPES[d])
+
+    def check_out(out: Any) -> tuple:
+        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        if len(out) != n_out:
+            raise ValueError(f"out= needs {n_out} arrays, got {len(out)}")
+        for j, (a, (shape, dtype)) in enumerate(zip(out, out_specs)):
+            if not (isinstance(a, np.ndarray) and a.shape == shape and a.dtype == dtype
+                    and a.flags.c_contiguous and a.flags.writeable):
+                raise ValueError(f"out[{j}] must be a writeable C-contiguous {dtype} array of shape {shape}")
+        return out
+
+    ns["check_out"] = check_out
+    outs = ", ".join(f"o{j}" for j in range(n_out))
+    src = _RUNNER_TEMPLATE.format(
+        params="".join(f"x{j}, " for j in range(n_in)),
+        checks="\n".join(checks) or "    pass",
+        outs=outs,
+        allocs="\n".join(f"            o{j} = empty(OS{j}, OD{j})" for j in range(n_out)),
+        args=", ".join([f"x{j}" for j in range(n_in)] + [f"o{j}" for j in range(n_out)] + extra))
+    exec(compile(src, "<newtonad numba runner>", "exec"), ns)
+    run = ns["run"]
+    run.reuse_outputs = False
+    run.kernel = fn
+    run.source = kernel.source
+    run.n_inputs = n_in
+    return run
+
+
+@functools.lru_cache(maxsize=256)
+def compile_program(program: Program) -> Callable[..., tuple]:
+    """Return ``run(*inputs, out=None) -> tuple of outputs`` for ``program``.
+
+    See the module docstring for the output-buffer contract (``out=`` and
+    ``run.reuse_outputs``).
+    """
+    try:
+        kernel = lower(program)
+    except Unsupported as e:
+        return _fallback(program, f"primitive {e.args[0]!r} is not supported")
+    try:
+        fn = load(kernel, program.key)
+    except Exception as e:  # a numba failure must not take the user's program down
+        return _fallback(program, f"compilation failed ({type(e).__name__}: {e})")
+    return make_runner(fn, kernel)
+
+
+register("numba", compile_program)
+
+__all__ = ["NumbaFallbackWarning", "compile_program", "lower", "source", "make_runner"]
