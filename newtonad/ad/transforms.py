@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .primitives.core import UndefPrimal, const_p, tangent_layout, zeros
-from .primitives.elementwise import add_any, mul, neg
+from .primitives.elementwise import add_any, div, mul, neg
 from .primitives.structural import broadcast_to, reshape
 from .program import Program, Slot
 from .trace import Op, Var, bind, interpret, is_float, new_tracer, to_program
@@ -98,6 +98,72 @@ def jvp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)) -> P
 
 # ---- partial evaluation --------------------------------------------------------------------
 
+def _kinds(program: Program, known: Sequence[bool]) -> dict[int, str]:
+    """Each slot's kind: "known" (from known inputs), "unknown", or "const" (from none)."""
+    kind: dict[int, str] = {}
+    for i, is_known in zip(program.inputs, known):
+        kind[i] = "known" if is_known else "unknown"
+    for step in program.steps:
+        kinds = {kind[i] for i in step.inputs}
+        kind[step.output] = ("unknown" if "unknown" in kinds else
+                             "known" if "known" in kinds else "const")
+    return kind
+
+
+def fold_scalings(program: Program, known: Sequence[bool]) -> Program:
+    """Merge chains of scalings of an unknown value by known factors.
+
+    ``neg(mul(div(u, a), b))`` with ``u`` unknown and ``a``, ``b`` known becomes
+    ``mul(u, -(b / a))``: the product of the factors is known, so after partial
+    evaluation the linear program reads one residual instead of several and does one
+    multiplication per element. An intermediate is folded only when it has no other
+    reader (otherwise it is needed anyway).
+    """
+    kind = _kinds(program, known)
+    readers: dict[int, int] = {}
+    for step in program.steps:
+        for i in step.inputs:
+            readers[i] = readers.get(i, 0) + 1
+    for i in program.outputs:
+        readers[i] = readers.get(i, 0) + 1
+
+    roots = _tracers(program.in_slots)
+    env: dict[int, Any] = dict(zip(program.inputs, roots))
+    scaled: dict[int, tuple[Any, Any]] = {}  # slot -> (unknown base, known factor)
+    for step in program.steps:
+        args = [env[i] for i in step.inputs]
+        name = step.primitive.name
+        split = None
+        if kind[step.output] == "unknown" and name in ("mul", "div", "neg"):
+            ins = step.inputs
+            if name == "neg":
+                split = (ins[0], -1.0)
+            elif name == "mul" and kind[ins[0]] == "unknown" and kind[ins[1]] != "unknown":
+                split = (ins[0], env[ins[1]])
+            elif name == "mul" and kind[ins[1]] == "unknown" and kind[ins[0]] != "unknown":
+                split = (ins[1], env[ins[0]])
+            elif name == "div" and kind[ins[0]] == "unknown" and kind[ins[1]] != "unknown":
+                split = (ins[0], div(1.0, env[ins[1]]))
+        if split is None:
+            env[step.output] = bind(step.primitive, *args, **step.kwargs)
+            continue
+        u, factor = split
+        if u in scaled and readers[u] == 1:
+            base, inner = scaled[u]
+            factor = mul(inner, factor)
+        elif name == "neg":  # nothing to fold into: keep the plain negation
+            env[step.output] = neg(env[u])
+            scaled[step.output] = (env[u], -1.0)
+            continue
+        else:
+            base = env[u]
+        scaled[step.output] = (base, factor)
+        out = mul(base, factor)
+        env[step.output] = _fit(out, program.slots[step.output].shape) if \
+            out.shape != program.slots[step.output].shape else out
+    return _build(roots, [env[i] for i in program.outputs])
+
+
 def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int
                  ) -> tuple[Program, Program]:
     """Split ``program`` by which inputs are known (seed 001).
@@ -110,13 +176,7 @@ def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int
     the unknown program takes the residuals followed by the unknown inputs and returns
     the remaining outputs.
     """
-    kind: dict[int, str] = {}  # slot -> "const" | "known" | "unknown"
-    for i, is_known in zip(program.inputs, known):
-        kind[i] = "known" if is_known else "unknown"
-    for step in program.steps:
-        kinds = {kind[i] for i in step.inputs}
-        kind[step.output] = ("unknown" if "unknown" in kinds else
-                             "known" if "known" in kinds else "const")
+    kind = _kinds(program, known)
     for i in program.outputs[:n_known_outputs]:
         if kind[i] == "unknown":
             raise ValueError("partial_eval: an output asked to be known depends on unknown inputs")
@@ -158,8 +218,8 @@ def linearize_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)
     to the outputs followed by residuals; the linear program maps the residuals
     followed by one tangent frame per ``wrt`` input to the output tangent frames.
     """
-    jp = jvp_program(program, k, wrt)
     known = [True] * len(program.inputs) + [False] * len(wrt)
+    jp = fold_scalings(jvp_program(program, k, wrt), known)
     return partial_eval(jp, known, len(program.outputs))
 
 
