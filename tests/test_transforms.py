@@ -185,3 +185,14 @@ def test_program_is_hashable_and_structural():
     assert p1 == p2 and hash(p1) == hash(p2) and p1.key == p2.key
     p3 = nad.trace(lambda x: np.sum(np.cos(x)), POINT)
     assert p1 != p3 and p1.key != p3.key
+
+
+def test_chains_of_known_scalings_fold_into_one_residual():
+    c = np.array([1.0, 2.0, 4.0, 8.0])
+    f = lambda x: -(np.exp(x) * 3.0) / c
+    primal, linear = tf.linearize_program(nad.trace(f, POINT), 2)
+    assert len(linear.inputs) == 2  # one residual (the product of the factors) and V
+    assert [s.primitive.name for s in linear.steps] == ["mul"]
+    _, lin = nad.linearize(f, POINT)
+    V = np.random.default_rng(3).standard_normal((4, 2))
+    assert_close(lin(V), (-3.0 * np.exp(POINT) / c)[:, None] * V, 1e-14, 1e-14)
