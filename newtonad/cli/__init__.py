@@ -1,0 +1,71 @@
+"""The ``newtonad`` command line: ``demo``, ``solve``, ``bench`` and ``problems``.
+
+Each subcommand is a small module with ``add_parser(sub)`` and ``run(args) -> int``.
+Usage mistakes (an unknown problem or method, a bad size) end with one line
+``newtonad: error: ...`` on standard error and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn, Optional, Sequence
+
+from . import bench, catalog, demo, solve
+from .errors import UsageError
+
+__all__ = ["main", "build_parser", "UsageError"]
+
+PROG = "newtonad"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``newtonad: error: ...`` and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _version() -> str:
+    import newtonad
+
+    return f"newtonad {newtonad.__version__}"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``newtonad`` command."""
+    parser = _Parser(
+        prog=PROG,
+        description="newtonad: automatic differentiation embedded in Newton solvers. "
+                    "Solve the built-in test problems, compare with scipy, and time "
+                    "derivative frames.",
+        epilog="examples:\n"
+               "  newtonad demo                       every problem, every method\n"
+               "  newtonad solve rosenbrock --disp    one problem, iteration table\n"
+               "  newtonad solve chained-rosenbrock --n 10000 --method trust-krylov\n"
+               "  newtonad bench --quick --plot frames.png",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    demo.add_parser(sub)
+    solve.add_parser(sub)
+    bench.add_parser(sub)
+    catalog.add_parser(sub)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return int(args.handler(args))
+    except UsageError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130

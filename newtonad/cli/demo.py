@@ -1,0 +1,199 @@
+"""``newtonad demo``: the built-in problem set, every native method, and scipy beside it.
+
+For each problem and method the table shows the final f, iterations, value-and-
+gradient passes, Hessian-vector products and time of ``newtonad.minimize`` and of
+scipy's method of the same name fed with newtonad's ``jac`` and ``hessp`` (``hess``
+for trust-exact). Tracing and compilation happen in a warm-up before the timed
+runs. Without the native solvers only the scipy columns are shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+from .errors import UsageError
+from .methods import COMPARED_METHODS, NATIVE_METHODS, load_minimize, suggest
+from .progress import Progress
+from .catalog import load_problem
+from .runs import SOLVED_RTOL, Run, solve, warm_up
+from .table import Column, Table, fmt_float
+
+__all__ = ["add_parser", "run"]
+
+_DENSE_LIMIT = 5000  # trust-exact builds a dense Hessian; skip it above this n
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``demo`` on the subcommand parsers ``sub``."""
+    p = sub.add_parser("demo", help="solve the built-in problem set with every method",
+                       description=__doc__.split("\n\n")[0].split(": ", 1)[1])
+    p.add_argument("--problems", nargs="+", metavar="NAME",
+                   help="only these problems (default: all; see `newtonad problems`)")
+    p.add_argument("--methods", nargs="+", metavar="M", default=list(COMPARED_METHODS),
+                   help=f"methods to compare (default: {' '.join(COMPARED_METHODS)})")
+    p.add_argument("--n", type=int, metavar="N",
+                   help="size of the scalable problems (default: each problem's own)")
+    p.add_argument("--no-scipy", action="store_true", help="skip the scipy comparison")
+    p.add_argument("--engine", help="AD engine (default: newtonad's default)")
+    p.add_argument("--format", choices=("text", "markdown"), default="text",
+                   help="table format (default: text)")
+    p.set_defaults(handler=run)
+
+
+def _problems(names: Optional[Sequence[str]], n: Optional[int]) -> list:
+    from newtonad import problems
+
+    if n is not None and n < 1:
+        raise UsageError(f"--n must be a positive integer, got {n}")
+    if not names:
+        return problems.all_problems(scalable_n=n)
+    return [load_problem(name, n, nearest=True) for name in names]
+
+
+def _methods(names: Sequence[str]) -> list[str]:
+    out = []
+    for name in names:
+        meth = name.lower()
+        if meth not in NATIVE_METHODS:
+            raise UsageError(f"unknown method {name!r}{suggest(meth, list(NATIVE_METHODS))}; "
+                             f"demo compares the native methods: {', '.join(NATIVE_METHODS)}")
+        out.append(meth)
+    return out
+
+
+def _group(title: str) -> list[Column]:
+    return [Column("f", 9, group=title), Column("nit", 5, group=title),
+            Column("nfev", 5, group=title), Column("nhev", 6, group=title),
+            Column("time", 6, group=title)]
+
+
+def _cells(run: Optional[Run]) -> list[Any]:
+    if run is None:
+        return ["", "", "", "", ""]
+    if run.error is not None:
+        return ["error", "", "", "", f"{run.time:.3f}"]
+    mark = "*" if run.solved is False else ""
+    return [fmt_float(run.fun, 2) + mark, run.nit, run.nfev, run.nhev, f"{run.time:.3f}"]
+
+
+@dataclass
+class _Tally:
+    """Totals of one method and implementation over the problem set."""
+
+    runs: int = 0
+    solved: int = 0
+    known: int = 0
+    errors: int = 0
+    nit: int = 0
+    nfev: int = 0
+    nhev: int = 0
+    time: float = 0.0
+    failures: list = field(default_factory=list)
+
+    def add(self, run: Run) -> None:
+        self.runs += 1
+        self.errors += run.error is not None
+        if run.solved is not None:
+            self.known += 1
+            self.solved += bool(run.solved)
+        self.nit += run.nit
+        self.nfev += run.nfev
+        self.nhev += run.nhev
+        self.time += run.time
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the demo; exit status 1 if any solver raised, else 0."""
+    import newtonad.api
+
+    problem_list = _problems(args.problems, args.n)
+    methods = _methods(args.methods)
+    native = load_minimize() is not None
+    impls = (["native"] if native else []) + ([] if args.no_scipy else ["scipy"])
+    if not impls:
+        raise UsageError("nothing to run: the native solvers do not import and --no-scipy "
+                         "was given")
+    engine = args.engine or newtonad.api.DEFAULT_ENGINE
+    out = sys.stdout
+
+    groups = {"native": "newtonad.minimize", "scipy": "scipy.optimize + newtonad derivatives"}
+    columns = [Column("problem", 26, "<"), Column("n", 5), Column("f*", 9),
+               Column("method", 12, "<")]
+    for impl in impls:
+        columns += _group(groups[impl])
+    table = Table(columns, args.format)
+
+    print(f"newtonad demo: {len(problem_list)} problems x {len(methods)} methods"
+          f"{' (native and scipy)' if len(impls) == 2 else ''}, engine {engine!r}", file=out)
+    if not native:
+        print("note: newtonad.solvers does not import; showing scipy's methods only", file=out)
+    print("", file=out)
+    for line in table.header():
+        print(line, file=out)
+    out.flush()
+
+    tallies = {(m, i): _Tally() for m in methods for i in impls}
+    errors: list[Run] = []
+    warmup_time = 0.0
+    with Progress(len(problem_list) * len(methods) * len(impls)) as bar:
+        for problem in problem_list:
+            bar.update(f"{problem.name}: tracing")
+            dense = "trust-exact" in methods and problem.n <= _DENSE_LIMIT
+            try:
+                warmup_time += warm_up(problem.fun, problem.x0, engine=args.engine, dense=dense)
+            except Exception as exc:  # noqa: BLE001  (reported per run below)
+                bar.write(f"warning: {problem.name}: warm-up failed: {exc}", sys.stderr)
+            rows = []
+            for i, meth in enumerate(methods):
+                runs: dict[str, Optional[Run]] = {}
+                for impl in impls:
+                    if meth == "trust-exact" and problem.n > _DENSE_LIMIT:
+                        runs[impl] = None
+                        continue
+                    bar.update(f"{problem.name}: {meth} ({impl})")
+                    name = meth if impl == "native" else f"scipy:{meth}"
+                    result = solve(problem, name, engine=args.engine)
+                    runs[impl] = result
+                    tallies[meth, impl].add(result)
+                    if result.error is not None:
+                        errors.append(result)
+                    bar.advance()
+                first = i == 0 or args.format == "markdown"
+                row = [problem.name if first else "", problem.n if first else "",
+                       fmt_float(problem.fstar, 2) if first else "", meth]
+                for impl in impls:
+                    row += _cells(runs[impl])
+                rows.append(table.row(row))
+            bar.write("\n".join(rows), out)
+        total = bar.elapsed()
+
+    print("", file=out)
+    print(f"f: final value, * where above f* + {SOLVED_RTOL:g}*max(1, |f*|); nfev: value+gradient "
+          "passes; nhev: Hessian-vector products; time: seconds, excluding "
+          f"{warmup_time:.1f} s of tracing and compiling done beforehand.", file=out)
+    _summary(tallies, methods, impls, groups, args.format, out)
+    print(f"\ntotal {total:.1f} s", file=out)
+    if errors:
+        print(f"\n{len(errors)} runs raised:", file=out)
+        for r in errors:
+            print(f"  {r.problem} (n={r.n}) {r.method}: {r.error}", file=out)
+        return 1
+    return 0
+
+
+def _summary(tallies: dict, methods: list[str], impls: list[str], groups: dict, fmt: str,
+             out: Any) -> None:
+    table = Table([Column("method", 12, "<"), Column("solver", 37, "<"),
+                   Column("solved", 9), Column("errors", 6), Column("nit", 7),
+                   Column("nfev", 7), Column("nhev", 9), Column("time", 8)], fmt)
+    print("", file=out)
+    for line in table.header():
+        print(line, file=out)
+    for meth in methods:
+        for impl in impls:
+            t = tallies[meth, impl]
+            print(table.row([meth, groups[impl], f"{t.solved}/{t.known}", t.errors, t.nit,
+                             t.nfev, t.nhev, f"{t.time:.2f}"]), file=out)
