@@ -7,7 +7,10 @@ and ``linearize_hessp`` in scipy's calling conventions. It remembers the last po
   (scipy calls them separately);
 * every ``hessp(x, p)`` at one ``x`` reuses one linearisation: the residuals of the
   forward-over-reverse program are computed once (seed 001's partial evaluation) and
-  each product costs only the linear pass.
+  each product costs only the linear pass;
+* once ``hessp`` has been used, ``fun`` / ``jac`` at a new point run the residual
+  program, which yields f, ∇f and the residuals together: a Newton solver pays one
+  primal-and-reverse pass per point, not two.
 
 Points are compared by value, so scipy's copies of ``x`` still hit the cache.
 The counters ``nfev``, ``njev`` and ``nhev`` count what was really computed.
@@ -70,6 +73,7 @@ class Objective:
         self._lin_point: _Point | None = None
         self._residuals: dict[int, tuple] = {}
         self._runners: dict[tuple, tuple] = {}
+        self._second_order = False  # set once hessp is used: then keep residuals with ∇f
 
     # ---- programs ----------------------------------------------------------------------
     def _traced(self, x: np.ndarray) -> api.Traced:
@@ -95,9 +99,14 @@ class Objective:
         """``(f(x), ∇f(x))`` from one pass; for ``scipy.optimize.minimize(jac=True)``."""
         x = self._check(x)
         if self._vg_point is None or not self._vg_point.matches(x):
-            run, data = self._compiled(x, "value_and_grad", 0, tf.value_and_grad_program)
-            y, g = run(x, *data)
-            self._store(x, y, g)
+            if self._second_order:
+                # Newton-type use: the pass that gives f and ∇f also keeps the residuals
+                # of the Hessian at x, so hessp there needs no further primal work.
+                self._linearized(x, 1)
+            else:
+                run, data = self._compiled(x, "value_and_grad", 0, tf.value_and_grad_program)
+                y, g = run(x, *data)
+                self._store(x, y, g)
         return self._value, self._grad.copy()
 
     def _store(self, x: np.ndarray, y: Any, g: np.ndarray) -> None:
@@ -123,8 +132,10 @@ class Objective:
             self._lin_point = _Point(x)
             self._residuals = {}
         if k not in self._residuals:
-            g, *res = residual_run(x, *data)
+            y, g, *res = residual_run(x, *data)
             self._residuals[k] = tuple(res)
+            if self._vg_point is None or not self._vg_point.matches(x):
+                self._store(x, y, g)
         return linear_run, self._residuals[k]
 
     def linearize_hessp(self, x: Any) -> Callable[[np.ndarray], np.ndarray]:
@@ -133,7 +144,7 @@ class Objective:
         ``V`` has shape ``x.shape`` or ``x.shape + (k,)``; the result has the shape of ``V``.
         """
         x = self._check(x).copy()
-
+        self._second_order = True
         linear: dict[int, tuple] = {}  # frame width -> (linear runner, residuals at x)
 
         def hessp_at_x(V: Any) -> np.ndarray:

@@ -149,3 +149,17 @@ def test_to_dot_draws_computation_and_backpropagation_graphs():
     reversed_edges = {line.strip() for line in backward.splitlines() if "->" in line}
     flip = {" -> ".join(reversed(e.rstrip(";").split(" -> "))) + ";" for e in edges}
     assert reversed_edges == flip and len(edges) >= len(program.steps)
+
+
+def test_newton_use_pays_one_pass_per_point():
+    """After hessp is used, fun at a new point also keeps the Hessian's residuals."""
+    obj = nad.Objective(rosen)
+    x = np.array([-1.2, 1.0, 0.5])
+    obj.hessp(x, np.ones(3))
+    y = x + 0.1
+    obj.fun(y)
+    n_before = obj.nfev
+    H = scipy.optimize.rosen_hess(y)
+    assert_close(obj.hessp(y, np.eye(3)), H, 1e-12, 1e-12)
+    assert_close(obj.jac(y), scipy.optimize.rosen_der(y), 1e-13, 1e-13)
+    assert obj.nfev == n_before  # neither hessp nor jac at y recomputed anything primal

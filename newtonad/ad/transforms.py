@@ -326,11 +326,15 @@ def hvp_program(program: Program, k: int) -> Program:
 def linearized_hvp(program: Program, k: int) -> tuple[Program, Program]:
     """The HVP split once per point (seed 001's partial evaluation).
 
-    Returns ``(residual_program, linear_program)``: ``(x, *args) -> (∇f, *residuals)``
-    runs once per x, then ``(*residuals, V) -> H V`` costs only the linear pass for
-    each frame ``V``.
+    Returns ``(residual_program, linear_program)``: ``(x, *args) -> (f, ∇f, *residuals)``
+    runs once per x (it is a value-and-gradient pass that also keeps what the
+    Hessian needs), then ``(*residuals, V) -> H V`` costs only the linear pass for each
+    frame ``V``.
     """
-    primal, linear = linearize_program(grad_program(program), k)
+    known = [True] * len(program.inputs) + [False]
+    jp = jvp_program(value_and_grad_program(program), k)  # f, ∇f, ∇f·V, H V
+    jp = select_outputs(fold_scalings(jp, known), [0, 1, 3])
+    primal, linear = partial_eval(jp, known, 2)
     return simplify(primal), simplify(linear)
 
 
