@@ -409,15 +409,18 @@ class NestWriter:
     def emit(self, depth: int, *lines: str) -> None:
         self.stmts.append((depth, list(lines)))
 
-    def value(self, i: int, m: IMap) -> tuple[str, int]:
-        """Source of slot ``i`` at index map ``m``, and the loop depth it needs."""
+    def value(self, i: int, m: IMap, compute: bool = False) -> tuple[str, int]:
+        """Source of slot ``i`` at index map ``m``, and the loop depth it needs.
+
+        A slot in memory is loaded, unless ``compute`` (the store that fills it).
+        """
         key = (i, m)
-        if key in self.memo:
+        if key in self.memo and not compute:
             return self.memo[key]
         g, plan = self.g, self.g.plan
         if i in plan.literals:
             result = (literal(plan.literals[i], g.slots[i].dtype), 0)
-        elif i in plan.stored:
+        elif i in plan.stored and not compute:
             g._read(self.item, i)
             result = (g.ref(i, fmt_index(m)), map_vars(m))
         else:
@@ -436,7 +439,8 @@ class NestWriter:
                 temp = f"t{i}" if n == 0 else f"t{i}_{n}"
                 self.emit(depth, f"# {describe(g.p, step)}", f"{temp} = {expr}")
                 result = (temp, depth)
-        self.memo[key] = result
+        if not compute:
+            self.memo[key] = result
         return result
 
     def simple(self, i: int, m: IMap) -> tuple[str, int]:
@@ -454,7 +458,7 @@ class NestWriter:
         g._write(self.item, s.target)
         target = g.ref(s.target, fmt_index(s.tmap))
         if s.kind == "store":
-            src, _ = self.value(s.value, s.vmap)
+            src, _ = self.value(s.value, s.vmap, compute=True)
             self.emit(depth, f"# store s{s.value}", f"{target} = {src}")
         elif s.kind == "accum":
             src, _ = self.value(s.value, s.vmap)

@@ -30,8 +30,15 @@ def literal(value: Any, dtype: str) -> str:
     return repr(v) if v >= 0 else f"({v!r})"
 
 
+def as_float(x: str, dtype: str) -> str:
+    """Source converting ``x`` of ``dtype`` to float64 (numba has no ``float(bool)``)."""
+    if dtype == "float64":
+        return x
+    return f"(1.0 if {x} else 0.0)" if dtype == "bool" else f"float({x})"
+
+
 def _integer_pow(x: str, dtype: str, n: int) -> str:
-    base = x if dtype == "float64" else f"float({x})"
+    base = as_float(x, dtype)
     if n == 0:
         return "1.0"
     if 0 < abs(n) <= 4:
@@ -57,9 +64,9 @@ def _convert(a, dt, out, kw) -> str:
     if target == dt[0]:
         return a[0]
     if target == "float64":
-        return f"float({a[0]})"
+        return as_float(a[0], dt[0])
     if target == "int64":
-        return f"np.int64({a[0]})"
+        return f"(1 if {a[0]} else 0)" if dt[0] == "bool" else f"np.int64({a[0]})"
     if target == "bool":
         return f"({a[0]} != 0)"
     raise ValueError(f"convert to {target} is not supported")
@@ -81,7 +88,7 @@ EXPRESSIONS: dict[str, Callable[[list[str], list[str], str, dict], str]] = {
     "sub": lambda a, dt, out, kw: f"({a[0]} - {a[1]})",
     "mul": lambda a, dt, out, kw: f"({a[0]} and {a[1]})" if out == "bool" else f"({a[0]} * {a[1]})",
     "div": lambda a, dt, out, kw: f"({a[0]} / {a[1]})",
-    "pow": lambda a, dt, out, kw: f"(float({a[0]}) ** float({a[1]}))",
+    "pow": lambda a, dt, out, kw: f"({as_float(a[0], dt[0])} ** {as_float(a[1], dt[1])})",
     "maximum": lambda a, dt, out, kw: f"({a[0]} if ({a[0]} >= {a[1]} or {a[0]} != {a[0]}) else {a[1]})",
     "minimum": lambda a, dt, out, kw: f"({a[0]} if ({a[0]} <= {a[1]} or {a[0]} != {a[0]}) else {a[1]})",
     "arctan2": lambda a, dt, out, kw: f"np.arctan2({a[0]}, {a[1]})",

@@ -1,0 +1,466 @@
+"""The numba engine agrees with the NumPy reference engine.
+
+Compiling a kernel takes about a second, so primitives are batched into a few
+programs with many outputs, and every compiled runner is shared by the module
+(``lru_cache`` in the engine). Kernels go to one temporary cache directory per session.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import newtonad as nad
+from newtonad.ad import primitives as P
+from newtonad.ad import transforms as tf
+from newtonad.ad.engine import compile_program
+from newtonad.ad.program import ArrayConst, Program, Slot, Step
+
+RTOL = 1e-12
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernel_cache(tmp_path_factory):
+    """One fresh kernel cache for this module, and the numba engine registered."""
+    old = os.environ.get("NEWTONAD_CACHE_DIR")
+    path = tmp_path_factory.mktemp("newtonad-cache")
+    os.environ["NEWTONAD_CACHE_DIR"] = str(path)
+    import newtonad.ad.engine.numba_engine  # noqa: F401  (registers "numba")
+    yield path
+    if old is None:
+        os.environ.pop("NEWTONAD_CACHE_DIR", None)
+    else:
+        os.environ["NEWTONAD_CACHE_DIR"] = old
+
+
+# ---- building programs step by step ------------------------------------------------------
+
+class Builder:
+    """Assemble a Program from primitives by name (shape rules give the slots)."""
+
+    def __init__(self):
+        self.slots: list[Slot] = []
+        self.steps: list[Step] = []
+        self.inputs: list[int] = []
+        self.outputs: list[int] = []
+
+    def _slot(self, slot: Slot) -> int:
+        self.slots.append(slot)
+        return len(self.slots) - 1
+
+    def input(self, shape: tuple[int, ...], dtype: str = "float64") -> int:
+        i = self._slot(Slot(tuple(shape), dtype))
+        self.inputs.append(i)
+        return i
+
+    def const(self, value: Any, dtype: str = "float64") -> int:
+        value = ArrayConst(np.asarray(value, dtype)) if np.ndim(value) else value
+        return self.op("const", value=value, dtype=dtype)
+
+    def op(self, name: str, *args: int, out: bool = False, **params: Any) -> int:
+        prim = P.REGISTRY[name]
+        slot = prim.abstract_eval(*(self.slots[i] for i in args), **params)
+        i = self._slot(slot)
+        self.steps.append(Step(prim, tuple(args), tuple(sorted(params.items())), i))
+        if out:
+            self.outputs.append(i)
+        return i
+
+    def ret(self, *slots: int) -> None:
+        self.outputs.extend(slots)
+
+    def build(self) -> Program:
+        return Program(tuple(self.slots), tuple(self.steps), tuple(self.inputs), tuple(self.outputs))
+
+
+def run_both(program: Program, *inputs: Any) -> tuple[tuple, tuple]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no silent fallback to the numpy engine
+        fast = compile_program(program, "numba")(*inputs)
+    ref = compile_program(program, "numpy")(*inputs)
+    return fast, ref
+
+
+def assert_agree(program: Program, *inputs: Any, rtol: float = RTOL) -> None:
+    fast, ref = run_both(program, *inputs)
+    assert len(fast) == len(ref) == len(program.outputs)
+    for n, (a, b, slot) in enumerate(zip(fast, ref, program.out_slots)):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.shape == slot.shape == b.shape, (n, a.shape, b.shape)
+        if b.dtype == bool or a.dtype == bool:
+            np.testing.assert_array_equal(a, b, err_msg=f"output {n}")
+        else:
+            scale = np.max(np.abs(b[np.isfinite(b)]), initial=1.0)
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * scale,
+                                       err_msg=f"output {n} of {program!r}")
+
+
+rng = np.random.default_rng(20261129)
+
+
+# ---- elementwise primitives -----------------------------------------------------------------
+
+UNARY_ANY = ["neg", "exp", "expm1", "sin", "cos", "tan", "arctan", "sinh", "cosh", "tanh",
+             "square", "reciprocal", "abs", "sign", "floor", "ceil", "stop_gradient"]
+UNARY_UNIT = ["log", "log1p", "sqrt", "arcsin", "arccos"]
+BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "arctan2", "lt", "le", "gt",
+          "ge", "eq", "ne", "logical_and", "logical_or"]
+
+
+@pytest.fixture(scope="module")
+def elementwise_program():
+    b = Builder()
+    x = b.input((4, 3))
+    u = b.input((4, 3))          # in (0.1, 0.9): the domain of log, arcsin, ...
+    row = b.input((3,))
+    col = b.input((4, 1))
+    s = b.input(())
+    z = b.input((4, 3))          # zeros, infinities and NaNs
+    frame = b.input((4, 3, 2))
+    for name in UNARY_ANY:
+        b.op(name, x, out=True)
+    for name in UNARY_UNIT:
+        b.op(name, u, out=True)
+    for n in (0, 1, 2, 3, 5, -1, -3):
+        b.op("integer_pow", x, n=n, out=True)
+    for name in BINARY:
+        b.op(name, x, row, out=True)
+        b.op(name, col, x, out=True)
+        b.op(name, s, x, out=True)
+    b.op("pow", u, row, out=True)
+    b.op("pow", u, s, out=True)
+    cond = b.op("lt", x, row)
+    b.op("select", cond, x, col, out=True)
+    b.op("select", cond, s, b.const(2.5), out=True)
+    b.op("logical_not", cond, out=True)
+    b.op("convert", cond, dtype="float64", out=True)
+    b.op("convert", x, dtype="int64", out=True)
+    b.op("convert", x, dtype="bool", out=True)
+    for name in ("maximum", "minimum", "add", "mul", "div", "eq", "ne", "lt"):
+        b.op(name, z, x, out=True)
+    for name in ("sign", "abs", "exp", "log", "sqrt", "floor"):
+        b.op(name, z, out=True)
+    # frames: a primal broadcast against the trailing column axis
+    lifted = b.op("reshape", x, shape=(4, 3, 1))
+    prod = b.op("mul", frame, lifted, out=True)
+    b.op("add", b.op("exp", lifted), b.op("sin", prod), out=True)
+    b.op("mul", frame, b.const([2.0, -1.0]), out=True)
+    b.op("mul", b.op("mul", x, b.const(3.0)), b.const([[1.5]]), out=True)
+    program = b.build()
+    z_val = np.array([[0.0, -0.0, np.inf], [-np.inf, np.nan, 1.0],
+                      [2.0, -3.0, 0.0], [np.nan, 5.0, -1e-300]])
+    inputs = (rng.normal(size=(4, 3)), rng.uniform(0.1, 0.9, size=(4, 3)), rng.normal(size=3),
+              rng.normal(size=(4, 1)), np.array(0.7), z_val, rng.normal(size=(4, 3, 2)))
+    return program, inputs
+
+
+def test_elementwise_primitives(elementwise_program):
+    program, inputs = elementwise_program
+    with np.errstate(all="ignore"):
+        assert_agree(program, *inputs)
+
+
+def test_every_elementwise_primitive_is_covered(elementwise_program):
+    program, _ = elementwise_program
+    used = {s.primitive.name for s in program.steps}
+    from newtonad.ad.engine.numba_plan import ELEMENTWISE
+
+    assert ELEMENTWISE - used == set()
+
+
+def test_integer_and_bool_slots():
+    b = Builder()
+    i = b.input((4, 3), "int64")
+    j = b.input((3,), "int64")
+    x = b.input((4, 3))
+    for name in ("add", "sub", "mul", "maximum", "minimum", "div", "eq", "lt"):
+        b.op(name, i, j, out=True)
+    for name in ("neg", "abs", "sign", "square"):
+        b.op(name, i, out=True)
+    b.op("integer_pow", i, n=3, out=True)
+    b.op("add", i, x, out=True)
+    b.op("convert", i, dtype="float64", out=True)
+    flag = b.op("gt", i, b.const(0, "int64"))
+    b.op("logical_and", flag, b.op("lt", x, b.const(0.0)), out=True)
+    b.op("logical_or", flag, b.op("lt", x, b.const(0.0)), out=True)
+    b.op("select", flag, i, b.op("neg", i), out=True)
+    b.op("reduce_sum", i, axes=(0,), out=True)
+    b.op("reduce_max", i, axes=(1,), out=True)
+    b.op("reduce_min", i, axes=(0, 1), out=True)
+    b.op("cumsum", i, axis=1, reverse=False, out=True)
+    b.op("exp", i, out=True)
+    ints = rng.integers(-5, 6, size=(4, 3))
+    assert_agree(b.build(), ints, rng.integers(-3, 4, size=3).astype(np.int64) + 7, rng.normal(size=(4, 3)))
+
+
+# ---- reductions and structure -----------------------------------------------------------------
+
+def test_reductions_and_cumsum():
+    b = Builder()
+    x = b.input((4, 3))
+    f = b.input((4, 3, 2))
+    for name in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod"):
+        for axes in ((0,), (1,), (0, 1)):
+            b.op(name, x, axes=axes, out=True)
+        b.op(name, f, axes=(0, 1), out=True)
+        b.op(name, f, axes=(1,), out=True)
+    # a reduction feeding later elementwise work, and a reduction of a fused expression
+    total = b.op("reduce_sum", b.op("exp", x), axes=(0, 1))
+    b.op("div", b.op("exp", x), total, out=True)
+    colmax = b.op("reduce_max", x, axes=(0,))
+    b.op("sub", x, colmax, out=True)
+    for axis in (0, 1):
+        for reverse in (False, True):
+            b.op("cumsum", x, axis=axis, reverse=reverse, out=True)
+    b.op("cumsum", f, axis=1, reverse=True, out=True)
+    x_val = rng.normal(size=(4, 3))
+    x_val[1, 2] = np.nan  # NaN propagates through max / min
+    f_val = rng.normal(size=(4, 3, 2))
+    assert_agree(b.build(), x_val, f_val)
+
+
+def test_structural_primitives():
+    b = Builder()
+    x = b.input((4, 3))
+    f = b.input((4, 3, 2))
+    row = b.input((3,))
+    b.op("reshape", x, shape=(3, 4), out=True)
+    b.op("reshape", x, shape=(12,), out=True)
+    b.op("reshape", b.op("exp", x), shape=(2, 6), out=True)
+    b.op("reshape", x, shape=(4, 1, 3, 1), out=True)
+    b.op("transpose", x, perm=(1, 0), out=True)
+    b.op("transpose", f, perm=(2, 0, 1), out=True)
+    b.op("add", b.op("transpose", x, perm=(1, 0)), b.const(1.0), out=True)
+    b.op("broadcast_to", row, shape=(4, 3), out=True)
+    b.op("broadcast_to", b.const(2.0), shape=(2, 3), out=True)
+    b.op("broadcast_to", b.op("reshape", row, shape=(3, 1)), shape=(3, 5), out=True)
+    b.op("slice", x, slices=((3, None, -1), (2, None, -2)), out=True)
+    b.op("slice", x, slices=((1, 4, 2),), out=True)
+    b.op("slice", f, slices=((2, 0, -1), (0, 3, 2)), out=True)
+    sl = b.op("slice", x, slices=((3, 0, -2), (1, 3, 1)))
+    b.op("unslice", sl, shape=(4, 3), slices=((3, 0, -2), (1, 3, 1)), out=True)
+    b.op("unslice", b.op("sin", sl), shape=(4, 3), slices=((3, 0, -2), (1, 3, 1)), out=True)
+    b.op("unslice", f, shape=(6, 3), slices=((1, 5, 1),), out=True)
+    # sums of unslices (gradients of stencils), with a dense term
+    u1 = b.op("unslice", b.op("slice", x, slices=((1, 4, 1),)), shape=(4, 3), slices=((0, 3, 1),))
+    u2 = b.op("unslice", b.op("slice", x, slices=((0, 3, 1),)), shape=(4, 3), slices=((1, 4, 1),))
+    b.op("add", b.op("add", u1, u2), b.op("cos", x), out=True)
+    b.op("concatenate", x, b.op("exp", x), axis=0, out=True)
+    b.op("concatenate", x, x, b.op("neg", x), axis=1, out=True)
+    b.op("concatenate", f, f, axis=2, out=True)
+    assert_agree(b.build(), rng.normal(size=(4, 3)), rng.normal(size=(4, 3, 2)), rng.normal(size=3))
+
+
+def test_gather_scatter_repeated_and_negative_indices():
+    b = Builder()
+    x = b.input((5, 3))
+    f = b.input((5, 3, 2))
+    idx = b.input((6,), "int64")
+    idx2 = b.input((2, 2), "int64")
+    g0 = b.op("gather", x, idx, axis=0, out=True)
+    b.op("gather", x, idx2, axis=1, out=True)
+    b.op("gather", f, idx, axis=0, out=True)
+    b.op("gather", b.op("exp", x), idx, axis=0, out=True)
+    b.op("scatter_add", g0, idx, axis=0, shape=(5, 3), out=True)
+    b.op("scatter_add", b.op("gather", f, idx2, axis=1), idx2, axis=1, shape=(5, 3), out=True)
+    b.op("add", b.op("scatter_add", b.op("sin", g0), idx, axis=0, shape=(5, 3)), x, out=True)
+    assert_agree(b.build(), rng.normal(size=(5, 3)), rng.normal(size=(5, 3, 2)),
+                 np.array([0, 4, 4, -1, 2, 0]), np.array([[2, -3], [1, 1]]))
+
+
+def test_einsum_blas_and_loops():
+    b = Builder()
+    A = b.input((4, 3))
+    B = b.input((3, 5))
+    v = b.input((3,))
+    w = b.input((4,))
+    F = b.input((3, 2))
+    G = b.input((4, 3, 2))
+    s = b.input(())
+    for spec, a, c in [("ij,jk->ik", A, B), ("ij,j->i", A, v), ("i,i->", v, v), ("ij,i->j", A, w),
+                       ("ij,ja->ia", A, F), ("ia,ij->ja", b.op("exp", b.op("reshape", w, shape=(4, 1))), A),
+                       ("ija,ij->ja", G, A), ("jk,ij->ki", B, A), ("i,j->ij", w, v),
+                       ("ij,ij->i", A, A), ("ijk,jk->i", G, F), ("ij,kj->ik", A, A),
+                       ("ij,->ij", A, s), ("ia,a->ia", F, b.const([1.0, -2.0]))]:
+        b.op("einsum", a, c, spec=spec, out=True)
+    assert_agree(b.build(), rng.normal(size=(4, 3)), rng.normal(size=(3, 5)), rng.normal(size=3),
+                 rng.normal(size=4), rng.normal(size=(3, 2)), rng.normal(size=(4, 3, 2)), np.array(1.5))
+
+
+def test_edge_programs():
+    """Outputs that are inputs, constants, repeated, or views of one another."""
+    b = Builder()
+    x = b.input((4, 3))
+    s = b.input(())
+    e = b.op("exp", x)
+    r = b.op("reshape", e, shape=(12,))
+    b.ret(x, s, e, r, e, b.const(2.0), b.const([1.0, 2.0]), b.op("reduce_sum", x, axes=(0, 1)))
+    assert_agree(b.build(), rng.normal(size=(4, 3)), np.array(3.0))
+
+
+# ---- derived programs of the three benchmark objectives ---------------------------------------
+
+def residuals_of(residual: Program, linear: Program, *inputs: Any) -> list:
+    """The residual outputs (the last ones) that the linear program takes before V."""
+    outs = compile_program(residual, "numpy")(*inputs)
+    return list(outs[len(outs) - (len(linear.inputs) - 1):])
+
+
+def rosenbrock(x):
+    return np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def logistic(w, X, y, lam):
+    return np.sum(np.logaddexp(0, -y * (X @ w))) + 0.5 * lam * w @ w
+
+
+def logistic_log1p(w, X, y, lam):
+    return np.sum(np.log1p(np.exp(-y * (X @ w)))) + 0.5 * lam * (w @ w)
+
+
+def minimal_surface(u, h):
+    du = (u[1:, :-1] - u[:-1, :-1]) * h
+    dv = (u[:-1, 1:] - u[:-1, :-1]) * h
+    return np.sum(np.sqrt(1 + du ** 2 + dv ** 2))
+
+
+def _objectives():
+    X = rng.normal(size=(30, 7))
+    y = np.sign(rng.normal(size=30))
+    return {
+        "rosenbrock": (rosenbrock, rng.normal(size=9), ()),
+        "logistic": (logistic, rng.normal(size=7), (X, y, np.array(0.3))),
+        "logistic_log1p": (logistic_log1p, rng.normal(size=7), (X, y, np.array(0.3))),
+        "minimal_surface": (minimal_surface, rng.normal(size=(6, 6)), (np.array(0.2),)),
+    }
+
+
+OBJECTIVES = _objectives()
+
+
+@pytest.mark.parametrize("name", sorted(OBJECTIVES))
+@pytest.mark.parametrize("k", [1, 3])
+def test_derived_programs_agree(name, k):
+    f, x, args = OBJECTIVES[name]
+    program = nad.trace(f, x, *args)
+    V = rng.normal(size=x.shape + (k,))
+    assert_agree(program, x, *args)
+    assert_agree(tf.value_and_grad_program(program), x, *args)
+    assert_agree(tf.hvp_program(program, k), x, *args, V)
+    residual, linear = tf.linearized_hvp(program, k)
+    assert_agree(residual, x, *args)
+    assert_agree(linear, *residuals_of(residual, linear, x, *args), V)
+
+
+# ---- random compositions -----------------------------------------------------------------------
+
+def random_objective(seed: int):
+    """A random scalar function mixing smooth maps, slices, reductions and broadcasts."""
+    r = np.random.default_rng(seed)
+    unary = [np.sin, np.cos, np.tanh, np.exp, lambda t: np.log1p(t * t), np.arctan,
+             lambda t: np.sqrt(1 + t * t), np.square, lambda t: t ** 3, np.sinh]
+    terms = []
+    for _ in range(4):
+        f1, f2 = r.choice(len(unary), 2)
+        a = float(r.uniform(-1, 1))
+        shift = int(r.integers(1, 3))
+        axis = int(r.integers(0, 2))
+        kind = int(r.integers(0, 4))
+
+        def term(x, f1=f1, f2=f2, a=a, shift=shift, axis=axis, kind=kind):
+            g = unary[f1](x * a)
+            if kind == 0:
+                h = g[shift:, :] * unary[f2](x[:-shift, :])
+            elif kind == 1:
+                h = g[:, ::-1] - unary[f2](x).T[::-1, :].T
+            elif kind == 2:
+                h = unary[f2](np.sum(g, axis=axis, keepdims=True) * 0.1) * x
+            else:
+                h = np.maximum(g, unary[f2](x)) + np.mean(x * x, axis=axis, keepdims=True)
+            return np.sum(h) / h.size
+        terms.append(term)
+    return lambda x: sum(t(x) for t in terms)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_compositions(seed):
+    f = random_objective(seed)
+    x = np.random.default_rng(seed + 100).normal(size=(5, 4)) * 0.7
+    program = nad.trace(f, x)
+    V = rng.normal(size=x.shape + (2,))
+    assert_agree(tf.value_and_grad_program(program), x, rtol=1e-11)
+    assert_agree(tf.hvp_program(program, 2), x, V, rtol=1e-11)
+    residual, linear = tf.linearized_hvp(program, 2)
+    assert_agree(linear, *residuals_of(residual, linear, x), V, rtol=1e-11)
+
+
+# ---- the runner's contract ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def small_run():
+    program = tf.value_and_grad_program(nad.trace(rosenbrock, np.zeros(5)))
+    return compile_program(program, "numba"), program
+
+
+def test_outputs_are_fresh_unless_reuse_is_asked_for(small_run):
+    run, _ = small_run
+    x1, x2 = rng.normal(size=5), rng.normal(size=5)
+    f1, g1 = run(x1)
+    keep = g1.copy()
+    f2, g2 = run(x2)
+    np.testing.assert_array_equal(g1, keep)
+    assert g1 is not g2
+    run.reuse_outputs = True
+    try:
+        a = run(x1)[1]
+        b = run(x2)[1]
+        assert a is b
+    finally:
+        run.reuse_outputs = False
+    out = (np.empty(()), np.empty(5))
+    res = run(x1, out=out)
+    assert res[1] is out[1]
+    np.testing.assert_array_equal(out[1], keep)
+
+
+def test_inputs_are_checked_and_coerced(small_run):
+    run, program = small_run
+    x = rng.normal(size=10)[::2]  # not contiguous
+    ref = compile_program(program, "numpy")(x)
+    np.testing.assert_allclose(run(x)[1], ref[1], rtol=RTOL)
+    np.testing.assert_allclose(run(list(x))[1], ref[1], rtol=RTOL)
+    with pytest.raises(ValueError, match="shape"):
+        run(np.zeros(6))
+    with pytest.raises(TypeError):
+        run()
+    with pytest.raises(ValueError, match="out"):
+        run(x, out=(np.empty(()), np.empty(4)))
+
+
+def test_generated_source_is_readable(small_run):
+    run, program = small_run
+    src = run.source
+    assert "for i0 in range(" in src
+    assert "# s" in src and "= square(" in src      # program steps as comments
+    assert "nnan" not in src and "ninf" not in src and "fastmath=True" not in src
+    assert "cache=True" in src
+
+
+def test_unknown_primitive_falls_back_to_numpy():
+    from newtonad.ad.engine import numba_engine
+
+    name = "_engine_test_mystery"
+    prim = P.REGISTRY.get(name) or P.Primitive(name, impl=lambda x: x * 2.0 + 1.0, shape=lambda x: x)
+    b = Builder()
+    x = b.input((3,))
+    b.op(name, b.op("exp", x), out=True)
+    program = b.build()
+    with pytest.warns(numba_engine.NumbaFallbackWarning, match=name):
+        run = compile_program(program, "numba")
+    xv = rng.normal(size=3)
+    np.testing.assert_allclose(run(xv)[0], np.exp(xv) * 2 + 1)
+    del prim
