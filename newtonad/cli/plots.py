@@ -25,6 +25,12 @@ def require_matplotlib() -> Any:
     return plt
 
 
+def _null_locator() -> Any:
+    from matplotlib.ticker import NullLocator
+
+    return NullLocator()
+
+
 def plot_per_column(measurements: Iterable[Any], path: Optional[str] = None,
                     title: str = "time per frame column") -> Any:
     """Seconds per column against k, one line per mode, one panel per n.
@@ -61,6 +67,10 @@ def plot_per_column(measurements: Iterable[Any], path: Optional[str] = None,
                 ax.axhline(m.seconds, color="0.5", linestyle="--", label="value+grad (per call)")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        ks = sorted({m.k for m in frames})
+        if ks:  # label k = 1, 2, 4, ... rather than powers of two
+            ax.set_xticks(ks, [str(k) for k in ks])
+            ax.xaxis.set_minor_locator(_null_locator())
         ax.set_xlabel("k (frame columns)")
         ax.set_ylabel("seconds per column")
         ax.set_title(f"n = {n:,}")

@@ -1,0 +1,1 @@
+"""asv benchmark suites of newtonad (run with ``make bench``)."""
