@@ -1,0 +1,232 @@
+"""Delegation to ``scipy.optimize.minimize`` with the objective's exact derivatives.
+
+Every scipy method that is not one of newtonad's native ones (and any method
+prefixed ``"scipy:"``, e.g. ``"scipy:trust-ncg"``) runs in scipy, fed with the
+objective's ``fun`` and — as far as that method accepts them — ``jac``,
+``hess`` and ``hessp``, so scipy issues no "does not use" warnings. ``bounds``
+and ``constraints`` go to scipy; constraint functions written in plain numpy
+without a ``jac`` get Jacobians from the AD core (reverse frames), and for
+trust-constr the Hessian of ``v @ c(x)`` as a forward-over-reverse product, through
+the hook :func:`_constraint_derivatives`. An ``x0`` of any shape is flattened
+for scipy and the result reshaped back.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Optional
+
+import numpy as np
+from scipy.optimize import (Bounds, LinearConstraint, NonlinearConstraint, OptimizeResult,
+                            minimize as scipy_minimize)
+from scipy.sparse.linalg import LinearOperator
+
+__all__ = ["minimize_with_scipy", "SCIPY_METHODS", "_constraint_derivatives"]
+
+#: scipy.optimize.minimize's methods (scipy 1.10 – 1.17)
+SCIPY_METHODS = ("nelder-mead", "powell", "cg", "bfgs", "newton-cg", "l-bfgs-b", "tnc",
+                 "cobyla", "cobyqa", "slsqp", "trust-constr", "dogleg", "trust-ncg",
+                 "trust-exact", "trust-krylov")
+# which of them take a gradient, a Hessian, a Hessian-vector product (scipy's own
+# lists in scipy/optimize/_minimize.py); hessp is preferred where both are taken
+_NO_JAC = frozenset({"nelder-mead", "powell", "cobyla", "cobyqa"})
+_HESSP = frozenset({"newton-cg", "trust-ncg", "trust-constr", "trust-krylov"})
+_HESS = frozenset({"dogleg", "trust-exact"})
+
+
+def _constraint_derivatives(constraint: Callable, args: tuple = ()
+                            ) -> tuple[Callable, Callable]:
+    """AD derivatives of a constraint function ``c(x, *args)`` written in numpy.
+
+    This is the one place where the solvers reach the AD core, imported lazily.
+
+    Parameters
+    ----------
+    constraint : callable
+        ``c(x, *args) -> scalar or 1-D array`` on arrays ``x`` of the shape of x0.
+    args : tuple
+        Extra arguments of ``c`` (data, not differentiated).
+
+    Returns
+    -------
+    jac : callable
+        ``jac(x) -> J`` of shape ``c(x).shape + x.shape`` (``newtonad.api.jacobian``).
+    lagrangian_hvp : callable
+        ``lagrangian_hvp(x, v, p) -> ∇²(v @ c)(x) p``: one forward-over-reverse
+        pass with the multipliers ``v`` as the single cotangent column
+        (``newtonad.api.hvp`` of ``x -> sum(v * c(x))``).
+    """
+    from newtonad.api import hvp, jacobian
+
+    jac_c = jacobian(constraint)
+
+    def jac(x: np.ndarray) -> np.ndarray:
+        return jac_c(x, *args)
+
+    def weighted(x: np.ndarray, v: np.ndarray, *rest: Any):
+        return (constraint(x, *rest) * v).sum()
+
+    def lagrangian_hvp(x: np.ndarray, v: np.ndarray, p: np.ndarray) -> np.ndarray:
+        return hvp(weighted, x, p, args=(np.asarray(v, dtype=np.float64),) + tuple(args))
+
+    return jac, lagrangian_hvp
+
+
+class _Flat:
+    """Reshaping between scipy's flat vectors and the user's shape."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+        self.n = int(np.prod(shape, dtype=np.int64))
+        self.trivial = shape == (self.n,)
+
+    def x(self, x: np.ndarray) -> np.ndarray:
+        return x if self.trivial else np.reshape(x, self.shape)
+
+    def fun(self, fn: Callable, *args: Any) -> Callable:
+        """``fn(x_shaped, *args)`` as a function of flat ``x``."""
+        if self.trivial and not args:
+            return fn
+        return lambda x: fn(self.x(x), *args)
+
+    def rows(self, fn: Callable, *args: Any) -> Callable:
+        """A Jacobian-valued ``fn`` as a function of flat ``x`` returning (m, n)."""
+        return lambda x: np.asarray(fn(self.x(x), *args), dtype=np.float64).reshape(-1, self.n)
+
+
+def _nonlinear(fun: Callable, lb: Any, ub: Any, args: tuple, flat: _Flat, jac: Any = None,
+               hess: Any = None, template: Optional[NonlinearConstraint] = None
+               ) -> NonlinearConstraint:
+    """A NonlinearConstraint on flat x, derivatives from AD where not given."""
+    flat_fun = flat.fun(fun, *args)
+    if callable(jac):
+        flat_jac = flat.rows(jac, *args)
+    else:
+        ad_jac, ad_hvp = _constraint_derivatives(fun, args)
+        flat_jac = flat.rows(ad_jac)
+        if not callable(hess):
+            n = flat.n
+
+            def hess(x: np.ndarray, v: np.ndarray) -> LinearOperator:
+                xs = flat.x(x)
+                return LinearOperator((n, n), dtype=np.float64, matvec=lambda p: np.asarray(
+                    ad_hvp(xs, v, flat.x(np.ravel(p)))).reshape(-1))
+    extra = {}
+    if template is not None:
+        extra = {"keep_feasible": template.keep_feasible,
+                 "finite_diff_rel_step": template.finite_diff_rel_step,
+                 "finite_diff_jac_sparsity": template.finite_diff_jac_sparsity}
+    kwargs = {"jac": flat_jac, **extra}
+    if hess is not None:
+        kwargs["hess"] = hess
+    return NonlinearConstraint(flat_fun, lb, ub, **kwargs)
+
+
+def _prepare_constraints(constraints: Any, meth: str, flat: _Flat) -> list:
+    if constraints is None:
+        return []
+    if isinstance(constraints, (dict, NonlinearConstraint, LinearConstraint)):
+        constraints = [constraints]
+    out = []
+    for con in constraints:
+        if isinstance(con, LinearConstraint):
+            out.append(con)
+        elif isinstance(con, NonlinearConstraint):
+            out.append(_nonlinear(con.fun, con.lb, con.ub, (), flat, con.jac, con.hess, con))
+        elif isinstance(con, dict):
+            args = tuple(con.get("args", ()))
+            if meth == "trust-constr":
+                ub = 0.0 if con["type"] == "eq" else np.inf
+                out.append(_nonlinear(con["fun"], 0.0, ub, args, flat, con.get("jac")))
+                continue
+            new = dict(con)
+            new["args"] = ()
+            new["fun"] = flat.fun(con["fun"], *args)
+            if callable(con.get("jac")):
+                new["jac"] = flat.rows(con["jac"], *args)
+            elif meth in ("slsqp",):  # the derivative-free methods ignore jac
+                new["jac"] = flat.rows(_constraint_derivatives(con["fun"], args)[0])
+            out.append(new)
+        else:
+            raise TypeError(f"constraints must be dicts, NonlinearConstraint or "
+                            f"LinearConstraint objects, got {type(con).__name__}")
+    return out
+
+
+def _prepare_bounds(bounds: Any, flat: _Flat) -> Any:
+    if isinstance(bounds, Bounds) and not flat.trivial:
+        lb = np.broadcast_to(bounds.lb, flat.shape).ravel()
+        ub = np.broadcast_to(bounds.ub, flat.shape).ravel()
+        return Bounds(lb, ub, keep_feasible=bounds.keep_feasible)
+    return bounds
+
+
+def _prepare_callback(callback: Optional[Callable], flat: _Flat) -> Optional[Callable]:
+    if callback is None or flat.trivial:
+        return callback
+    try:
+        params = set(inspect.signature(callback).parameters)
+    except (TypeError, ValueError):
+        params = set()
+    if params == {"intermediate_result"}:
+        def new_style(intermediate_result: OptimizeResult) -> Any:
+            res = OptimizeResult(intermediate_result)
+            res.x = flat.x(np.asarray(res.x).copy())
+            return callback(intermediate_result=res)
+        return new_style
+
+    def old_style(xk: np.ndarray, *rest: Any) -> Any:
+        return callback(flat.x(xk), *rest)
+    return old_style
+
+
+def minimize_with_scipy(objective: Any, x0: np.ndarray, method: Any, *, tol: Optional[float],
+                        options: Optional[dict], callback: Optional[Callable], bounds: Any,
+                        constraints: Any) -> OptimizeResult:
+    """Run ``scipy.optimize.minimize`` on an objective with exact derivatives.
+
+    Parameters
+    ----------
+    objective : object
+        Has ``fun``, ``jac`` and ``hessp`` or ``hess`` on arrays of x0's shape.
+    x0 : ndarray
+        Starting point (any shape; scipy sees it flattened).
+    method : str or callable
+        A scipy method name (lower case, without any ``"scipy:"`` prefix) or a
+        custom method callable.
+    tol, options, callback, bounds, constraints
+        As for ``scipy.optimize.minimize``.
+
+    Returns
+    -------
+    OptimizeResult
+        scipy's result with ``x`` (and ``jac``) reshaped to x0's shape.
+    """
+    flat = _Flat(x0.shape)
+    meth = "_custom" if callable(method) else method
+    kwargs: dict[str, Any] = {}
+    if meth not in _NO_JAC:
+        kwargs["jac"] = flat.fun(objective.jac)
+        if not flat.trivial:
+            kwargs["jac"] = lambda x: np.ravel(objective.jac(flat.x(x)))
+    hessp = getattr(objective, "hessp", None)
+    hess = getattr(objective, "hess", None)
+    if meth in _HESSP or meth == "_custom":
+        if hessp is not None:
+            kwargs["hessp"] = lambda x, p: np.ravel(hessp(flat.x(x), flat.x(p)))
+        elif hess is not None and meth != "_custom":
+            kwargs["hess"] = lambda x: np.reshape(hess(flat.x(x)), (flat.n, flat.n))
+    if (meth in _HESS or meth == "_custom") and hess is not None:
+        kwargs["hess"] = lambda x: np.reshape(hess(flat.x(x)), (flat.n, flat.n))
+    if bounds is not None:
+        kwargs["bounds"] = _prepare_bounds(bounds, flat)
+    cons = _prepare_constraints(constraints, meth, flat)
+    if cons:
+        kwargs["constraints"] = cons
+    res = scipy_minimize(flat.fun(objective.fun), x0.ravel(), method=method, tol=tol,
+                         options=options, callback=_prepare_callback(callback, flat), **kwargs)
+    if not flat.trivial:
+        res.x = flat.x(np.asarray(res.x))
+        if "jac" in res and np.size(res.jac) == flat.n:
+            res.jac = flat.x(np.asarray(res.jac))
+    return res

@@ -1,0 +1,167 @@
+"""The trust-region subproblem for a symmetric tridiagonal matrix (Moré–Sorensen).
+
+Solves ``min c @ h + h @ T h / 2`` subject to ``||h|| <= Δ`` for a small
+tridiagonal ``T`` — the subproblem GLTR solves in the Krylov subspace. This is
+the Moré–Sorensen method (J. J. Moré and D. C. Sorensen, "Computing a trust
+region step", SIAM J. Sci. Stat. Comput. 4, 1983; Nocedal & Wright, 2nd ed.,
+algorithm 4.3): Newton's method on the secular equation
+``φ(λ) = 1/Δ - 1/||h(λ)|| = 0`` with ``(T + λI) h(λ) = -c``, using LDLᵀ
+factorisations of the tridiagonal ``T + λI`` (LAPACK ``dpttrf``). For a
+tridiagonal matrix the smallest eigenvalue ``λ₁`` costs O(k) by bisection
+(``dstebz``), so the iteration starts left of the root, where ``φ`` is concave
+and Newton's method converges monotonically, and the hard case (``c``
+orthogonal to the eigenvector of ``λ₁``) is recognised exactly (Conn, Gould &
+Toint, *Trust-Region Methods*, 2000, section 7.3).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy.linalg import lapack
+
+__all__ = ["TRSSolution", "solve_tridiagonal_trs", "smallest_eigenpair"]
+
+_RTOL = 1e-10       # |‖h‖ - Δ| <= _RTOL Δ ends the Newton iteration
+_MAXITER = 60
+
+
+class TRSSolution(NamedTuple):
+    """Solution ``h``, multiplier ``lam`` and whether ``‖h‖ = Δ``."""
+
+    h: np.ndarray
+    lam: float
+    hits_boundary: bool
+
+
+def smallest_eigenpair(diag: np.ndarray, off: np.ndarray, vector: bool = False):
+    """Smallest eigenvalue of the tridiagonal matrix (and a unit eigenvector)."""
+    k = diag.size
+    if k == 1:
+        return (float(diag[0]), np.ones(1)) if vector else float(diag[0])
+    m, w, iblock, isplit, info = lapack.dstebz(diag, off, 3, 0.0, 0.0, 1, 1, 0.0, "E")
+    if info != 0 or m < 1:
+        w = np.linalg.eigvalsh(_dense(diag, off))
+    lam1 = float(w[0])
+    if not vector:
+        return lam1
+    z, info = lapack.dstein(diag, off, w[:1], iblock, isplit)
+    v = z[:, 0] if info == 0 else np.linalg.eigh(_dense(diag, off))[1][:, 0]
+    return lam1, v / np.linalg.norm(v)
+
+
+def _dense(diag: np.ndarray, off: np.ndarray) -> np.ndarray:
+    return np.diag(diag) + np.diag(off, 1) + np.diag(off, -1)
+
+
+def _solve_shifted(diag: np.ndarray, off: np.ndarray, lam: float, rhs: np.ndarray):
+    """Factor ``T + lam I`` (LDLᵀ) and solve; ``None`` unless positive definite."""
+    if diag.size == 1:  # LAPACK's wrappers reject the empty off-diagonal
+        d = diag + lam
+        return (d, off, rhs / d) if d[0] > 0.0 else None
+    dl, el, info = lapack.dpttrf(diag + lam, off)
+    if info != 0:
+        return None
+    x, info = lapack.dpttrs(dl, el, rhs)
+    return (dl, el, x) if info == 0 else None
+
+
+def _ldl_solve(dl: np.ndarray, el: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Solve with a factorisation from :func:`_solve_shifted`."""
+    if dl.size == 1:
+        return rhs / dl
+    return lapack.dpttrs(dl, el, rhs)[0]
+
+
+def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c: np.ndarray, radius: float,
+                          lam0: float = 0.0) -> TRSSolution:
+    """Globally minimise ``c @ h + h @ T h / 2`` over ``||h|| <= radius``.
+
+    Parameters
+    ----------
+    diag, off : ndarray
+        Diagonal (k,) and off-diagonal (k - 1,) of the symmetric matrix ``T``.
+    c : ndarray, shape (k,)
+        Linear term.
+    radius : float
+        Trust-region radius ``Δ > 0``.
+    lam0 : float
+        A guess for the multiplier (the previous solution's), used as the
+        starting point when it lies left of the root.
+
+    Returns
+    -------
+    TRSSolution
+        ``h`` with ``(T + lam I) h = -c``, ``T + lam I`` positive semidefinite,
+        ``lam >= 0`` and ``lam (radius - ||h||) = 0``.
+    """
+    diag = np.asarray(diag, dtype=np.float64)
+    off = np.asarray(off, dtype=np.float64)
+    rhs = -np.asarray(c, dtype=np.float64)
+    sol = _solve_shifted(diag, off, 0.0, rhs)  # succeeds iff T is positive definite
+    if sol is not None and np.linalg.norm(sol[2]) <= radius:
+        return TRSSolution(sol[2], 0.0, False)
+    lam, lo = 0.0, 0.0
+    if sol is None:  # indefinite: start just right of the pole at -lam1
+        lo = max(0.0, -smallest_eigenpair(diag, off))
+        scale = max(1.0, float(np.abs(diag).max()),
+                    float(np.abs(off).max()) if off.size else 0.0)
+        shift = 1e-10 * scale
+        while sol is None:
+            lam = lo + shift
+            sol = _solve_shifted(diag, off, lam, rhs)
+            shift *= 10.0
+    if np.linalg.norm(sol[2]) <= radius:
+        return _hard_case(diag, off, rhs, radius, lo)
+    if lam0 > lam:  # a warm start right of the left point: use it if it is left of the root
+        warm = _solve_shifted(diag, off, lam0, rhs)
+        if warm is not None and np.linalg.norm(warm[2]) >= radius:
+            lam, sol = lam0, warm
+    for _ in range(_MAXITER):
+        dl, el, h = sol
+        hn = float(np.linalg.norm(h))
+        if abs(hn - radius) <= _RTOL * radius:
+            break
+        s = _ldl_solve(dl, el, h)
+        hs = float(h @ s)
+        step = (hn / radius - 1.0) * hn * hn / hs
+        new = lam + step
+        if new <= lo:  # from the right Newton may overshoot the pole: safeguard
+            new = lo + 0.1 * (lam - lo)
+        if new == lam:
+            break
+        trial = _solve_shifted(diag, off, new, rhs)
+        if trial is None:  # rounding at the pole: stay right of it
+            new = lo + 0.5 * (lam - lo)
+            trial = _solve_shifted(diag, off, new, rhs)
+            if trial is None:
+                break
+        lam, sol = new, trial
+    h = sol[2]
+    h *= radius / np.linalg.norm(h)  # remove the last rounding in the norm
+    return TRSSolution(h, lam, True)
+
+
+def _hard_case(diag: np.ndarray, off: np.ndarray, rhs: np.ndarray, radius: float,
+               lo: float) -> TRSSolution:
+    """``λ = -λ₁``: minimum-norm solution plus a multiple of the eigenvector.
+
+    ``T + lo I`` is singular along ``v``; the minimum-norm solution solves the
+    deflated system ``(T + lo I + σ v vᵀ) h = rhs - (rhs @ v) v``. Then
+    ``h + τ v`` with ``‖h + τ v‖ = Δ``, taking the root of lower model value.
+    """
+    lam1, v = smallest_eigenpair(diag, off, vector=True)
+    a = _dense(diag, off)
+    a[np.diag_indices_from(a)] += lo
+    sigma = max(1.0, float(np.abs(a).max()))
+    b = rhs - (rhs @ v) * v
+    h = np.linalg.solve(a + sigma * np.outer(v, v), b)
+    h -= (h @ v) * v
+    hh = float(h @ h)
+    tau = math.sqrt(max(radius * radius - hh, 0.0))
+    # m(h + tau v) - m(h - tau v) = 2 tau c @ v: take the sign with tau c @ v <= 0
+    if (rhs @ v) < 0.0:
+        tau = -tau
+    return TRSSolution(h + tau * v, lo, True)
