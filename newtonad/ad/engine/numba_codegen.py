@@ -9,6 +9,7 @@ showing the program step it computes, so a kernel reads like hand-written code.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,7 +104,7 @@ class Generator:
         body: list[str] = []
         for n, item in enumerate(self.plan.items):
             if isinstance(item, Nest):
-                body += NestWriter(self, n, item).lines()
+                body += nest_lines(self, n, item)
             else:
                 body += self.opaque(n, item.step)
         end = len(self.plan.items)
@@ -452,7 +453,8 @@ class NestWriter:
         self.emit(depth, f"{temp} = {src}")
         return temp, depth
 
-    def sink(self, s: Sink) -> None:
+    def sink(self, s: Sink, terms: list | None = None) -> None:
+        """Emit the write of sink ``s`` (for ``gsum``: of its ``terms`` active here)."""
         g = self.g
         depth = len(s.space)
         g._write(self.item, s.target)
@@ -460,6 +462,14 @@ class NestWriter:
         if s.kind == "store":
             src, _ = self.value(s.value, s.vmap, compute=True)
             self.emit(depth, f"# store s{s.value}", f"{target} = {src}")
+        elif s.kind == "gsum":
+            parts = []
+            for slot, vmap, _, step in terms or []:
+                src, _ = self.value(slot, vmap)
+                parts.append(src)
+                self.emit(depth, f"# {describe(g.p, step)}  (gathered)")
+            zero = literal(0, g.slots[s.target].dtype)
+            self.emit(depth, f"{target} = {' + '.join(parts) or zero}")
         elif s.kind == "accum":
             src, _ = self.value(s.value, s.vmap)
             self.emit(depth, f"# {describe(g.p, s.step)}  (scattered)", f"{target} += {src}")
@@ -476,13 +486,9 @@ class NestWriter:
                           f"if {src} {cmp} {target} or {src} != {src}:",
                           f"    {target} = {src}")
 
-    def lines(self) -> list[str]:
-        g = self.g
-        for s in self.nest.sinks:
-            self.sink(s)
-        out = [f"# ---- loop nest over {self.nest.space}"]
-        for t in self.nest.inits:
-            out.append(g._fill(t, g.plan.init[t]))
+    def render(self, box: tuple[tuple[int, int], ...]) -> list[str]:
+        """The statements placed in loops over ``box`` (one range per loop variable)."""
+        out: list[str] = []
         deepest = max((d for d, _ in self.stmts), default=0)
 
         def emit_level(d: int, indent: str) -> None:
@@ -490,11 +496,57 @@ class NestWriter:
                 if depth == d:
                     out.extend(indent + line for line in lines)
             if d < deepest:
-                out.append(f"{indent}for i{d} in range({self.nest.space[d]}):")
+                lo, hi = box[d]
+                rng = f"range({hi})" if lo == 0 else f"range({lo}, {hi})"
+                out.append(f"{indent}for i{d} in {rng}:")
                 emit_level(d + 1, indent + "    ")
 
         emit_level(0, "")
         return out
+
+
+def _segments(nest: Nest) -> list[list[tuple[int, int]]]:
+    """Per loop variable, the ranges between the edges of all sink and term boxes."""
+    cuts = [{0, n} for n in nest.space]
+    for s in nest.sinks:
+        boxes = [s.box] + [t[2] for t in s.terms]
+        for box in boxes:
+            for d, (lo, hi) in enumerate(box):
+                cuts[d].update((lo, hi))
+    return [list(zip(sorted(c)[:-1], sorted(c)[1:])) for c in cuts]
+
+
+def _covers(box: tuple[tuple[int, int], ...], where: tuple[tuple[int, int], ...]) -> bool:
+    return all(lo <= a and b <= hi for (lo, hi), (a, b) in zip(box, where))
+
+
+def nest_lines(gen: Generator, item: int, nest: Nest) -> list[str]:
+    """A loop nest, split where sinks start or stop (the edges of stencils).
+
+    Each piece of the split is one loop nest over a box holding the sinks (and the
+    terms of gathered sums) that cover it. A sink with fewer loop variables than the
+    nest is written only in the pieces that start its deeper ranges, so it runs once.
+    """
+    out = [f"# ---- loop nest over {nest.space}"]
+    for t in nest.inits:
+        out.append(gen._fill(t, gen.plan.init[t]))
+    segments = _segments(nest)
+    for choice in itertools.product(*(range(len(s)) for s in segments)):
+        box = tuple(segments[d][c] for d, c in enumerate(choice))
+        writer = NestWriter(gen, item, nest)
+        active = 0
+        for s in nest.sinks:
+            n = len(s.space)
+            if any(c != 0 for c in choice[n:]) or not _covers(s.box, box[:n]):
+                continue
+            terms = [t for t in s.terms if _covers(t[2], box[:n])]
+            writer.sink(s, terms)
+            active += 1
+        if active:
+            if len(segments) and any(len(seg) > 1 for seg in segments):
+                out.append(f"# piece {box}")
+            out += writer.render(box)
+    return out
 
 
 def generate(plan: Plan) -> Kernel:

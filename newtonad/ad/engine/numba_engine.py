@@ -110,11 +110,11 @@ def run({params}*, out=None):
 {checks}
     if out is None:
         if run.reuse_outputs:
-            {outs} = reused
+            {outs}, = reused
         else:
 {allocs}
     else:
-        {outs} = check_out(out)
+        {outs}, = check_out(out)
     kernel({args})
     return ({outs},)
 '''

@@ -120,7 +120,13 @@ class Sink:
     """One write of a nest.
 
     kind ``"store"``: ``target[tmap] = value``; ``"accum"``: ``target[tmap] += value``;
-    ``"reduce"``: ``target[tmap] (op)= value`` with ``op`` one of sum/prod/max/min.
+    ``"reduce"``: ``target[tmap] (op)= value`` with ``op`` one of sum/prod/max/min;
+    ``"gsum"``: ``target[tmap] = sum of terms`` – a sum of unslices in *gather* form:
+    each term ``(slot, map, box)`` contributes where the target index lies in its box,
+    so every element is written once, with no zero fill and no loop-carried
+    read-modify-write.
+
+    ``box`` bounds each loop variable of the sink's space (default: the whole space).
     """
 
     kind: str
@@ -131,6 +137,18 @@ class Sink:
     space: tuple[int, ...]
     op: str = ""
     step: Step | None = None  # the step the sink comes from (for comments)
+    box: tuple[tuple[int, int], ...] = ()
+    terms: list[tuple[int, IMap, tuple[tuple[int, int], ...], Step]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.box:
+            self.box = tuple((0, n) for n in self.space)
+
+    def values(self) -> list[tuple[int, IMap]]:
+        """The slots (with their index maps) this sink reads."""
+        if self.kind == "gsum":
+            return [(t[0], t[1]) for t in self.terms]
+        return [(self.value, self.vmap)]
 
 
 @dataclass
@@ -329,6 +347,8 @@ class Planner:
                 tmap = tuple(d for a, d in enumerate(vmap) if a not in step.kwargs["axes"])
                 init[out] = _fill_value(name, slot.dtype)
                 self._add_sink(Sink("reduce", x, vmap, out, tmap, squeeze(xs), name, step))
+            elif out in self.accum_leaves and self._gatherable(out):
+                self._add_sink(self._gather_sink(out, slot))
             elif out in self.accum_leaves:
                 init[out] = 0
                 for kind, leaf, lstep in self.accum_leaves[out]:
@@ -363,8 +383,38 @@ class Planner:
             i = self.views[i]
         return i
 
+    def _gatherable(self, root: int) -> bool:
+        """Every unslice leaf has unit steps (so gather form is an affine map)."""
+        return all(kind == "dense" or all(abs(st) == 1 for _, _, st in lstep.kwargs["slices"])
+                   for kind, _, lstep in self.accum_leaves[root])
+
+    def _gather_sink(self, root: int, slot: Slot) -> Sink:
+        tmap = identity_map(slot.shape)
+        space = squeeze(slot.shape)
+        terms = []
+        for kind, leaf, lstep in self.accum_leaves[root]:
+            ls = self.slots[leaf].shape
+            if kind == "dense":
+                terms.append((leaf, broadcast_map(tmap, slot.shape, ls),
+                              tuple((0, n) for n in space), lstep))
+                continue
+            sl = lstep.kwargs["slices"]
+            box = [(0, n) for n in space]
+            vmap = []
+            for d, (t, n) in enumerate(zip(tmap, ls)):
+                if t[0] is None or d >= len(sl):
+                    vmap.append(t if t[0] is not None else ZERO)
+                    continue
+                start, _, step = sl[d]
+                # leaf index = step * (j - start), valid for j in the leaf's extent
+                vmap.append((t[0], step, -step * start))
+                box[t[0]] = (start, start + n) if step == 1 else (start - n + 1, start + 1)
+            terms.append((leaf, tuple(vmap), tuple(box), lstep))
+        return Sink("gsum", root, tmap, root, tmap, space, "", None, terms=terms)
+
     def _add_sink(self, sink: Sink) -> None:
-        after = max((self.ready.get(self._base(i), -1) for i in self.deps(sink.value)), default=-1)
+        deps = frozenset().union(*(self.deps(v) for v, _ in sink.values()))
+        after = max((self.ready.get(self._base(i), -1) for i in deps), default=-1)
         chosen = None
         for n in range(len(self.items) - 1, after, -1):
             item = self.items[n]
@@ -376,14 +426,16 @@ class Planner:
             chosen = len(self.items) - 1
         nest = self.items[chosen]
         nest.sinks.append(sink)
-        if len(sink.space) > len(nest.space):
-            nest.space = sink.space
+        nest.space = tuple(max(a, b) for a, b in zip(nest.space, sink.space)) + \
+            nest.space[len(sink.space):] + sink.space[len(nest.space):]
         self.ready[sink.target] = max(self.ready.get(sink.target, -1), chosen)
 
 
+STENCIL_SLACK = 4  # extents that differ by at most this much share a nest (split loops)
+
+
 def _compatible(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
-    n = min(len(a), len(b))
-    return a[:n] == b[:n]
+    return all(abs(x - y) <= STENCIL_SLACK for x, y in zip(a, b))
 
 
 def make_plan(program: Program) -> Plan:
@@ -407,7 +459,7 @@ def count_maps(plan: Plan) -> set[int]:
         if not isinstance(item, Nest):
             continue
         seen: dict[int, set[IMap]] = {}
-        stack = [(s.value, s.vmap) for s in item.sinks]
+        stack = [v for s in item.sinks for v in s.values()]
         visited: set[tuple[int, IMap]] = set()
         while stack:
             i, m = stack.pop()
