@@ -74,7 +74,11 @@ def _numba_signature(kernel: Kernel, arena_sizes: list[tuple[str, int]]):
 
 
 def load(kernel: Kernel, program_key: str):
-    """Compile ``kernel`` (or load it from the disk cache); returns the numba callable."""
+    """Compile ``kernel`` (or load it from the disk cache).
+
+    Returns the fastest callable of the compiled kernel, its numba dispatcher (whose
+    ``stats`` tell cache hits from misses) and the path of its source file.
+    """
     from . import numba_cache as cache
 
     name, path = cache.ensure_source(kernel.source, program_key)
@@ -85,7 +89,7 @@ def load(kernel: Kernel, program_key: str):
             dispatcher = module.kernel
             dispatcher.compile(sig)
             overload = dispatcher.overloads[sig]
-            return getattr(overload, "entry_point", None) or dispatcher
+            return getattr(overload, "entry_point", None) or dispatcher, dispatcher, path
         except Exception:
             if attempt:
                 raise
@@ -180,10 +184,12 @@ def compile_program(program: Program) -> Callable[..., tuple]:
     except Unsupported as e:
         return _fallback(program, f"primitive {e.args[0]!r} is not supported")
     try:
-        fn = load(kernel, program.key)
+        fn, dispatcher, path = load(kernel, program.key)
     except Exception as e:  # a numba failure must not take the user's program down
         return _fallback(program, f"compilation failed ({type(e).__name__}: {e})")
-    return make_runner(fn, kernel)
+    run = make_runner(fn, kernel)
+    run.dispatcher, run.path = dispatcher, path
+    return run
 
 
 register("numba", compile_program)
