@@ -1,6 +1,13 @@
-"""Backtracking line search with the Armijo condition, safeguarded interpolation.
+"""Line searches: strong Wolfe (MINPACK's dcsrch via scipy), Armijo backtracking.
 
-This is algorithm 3.1 of Nocedal & Wright, *Numerical Optimization*, 2nd ed.
+:func:`wolfe` finds a step satisfying the strong Wolfe conditions with the
+Moré–Thuente search (J. J. Moré and D. J. Thuente, "Line search algorithms with
+guaranteed sufficient decrease", ACM TOMS 20, 1994), scipy's
+``scalar_search_wolfe1``, starting from scipy's initial step
+``min(1, 2.02 (f_k - f_{k-1}) / φ'(0))``. It may lengthen the step. When it fails
+(for instance on non-finite values) :func:`backtracking` takes over.
+
+:func:`backtracking` is algorithm 3.1 of Nocedal & Wright, *Numerical Optimization*, 2nd ed.
 (2006), with the step-length selection of section 3.5: the first backtrack
 minimises the quadratic interpolating ``φ(0)``, ``φ'(0)`` and ``φ(α)``, later ones
 the cubic through the last two trial values; every new step is kept within
@@ -16,7 +23,72 @@ from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
-__all__ = ["LineSearchResult", "backtracking"]
+try:  # scipy's MINPACK-2 dcsrch port (private module, stable since scipy 1.8)
+    from scipy.optimize._linesearch import scalar_search_wolfe1 as _scalar_search_wolfe1
+except ImportError:  # pragma: no cover
+    _scalar_search_wolfe1 = None
+
+__all__ = ["LineSearchResult", "backtracking", "wolfe"]
+
+
+def wolfe(fun: Callable[[np.ndarray], float], jac: Callable[[np.ndarray], np.ndarray],
+          x: np.ndarray, p: np.ndarray, f0: float, slope: float, f_prev: Optional[float], *,
+          c1: float = 1e-4, c2: float = 0.9):
+    """Strong Wolfe step along ``p``: ``(alpha, x_new, f_new, g_new)`` or ``None``.
+
+    Parameters
+    ----------
+    fun, jac : callable
+        Value and gradient on flat vectors.
+    x, p : ndarray
+        Point and descent direction.
+    f0, slope : float
+        ``f(x)`` and ``g @ p < 0``.
+    f_prev : float or None
+        Value at the previous iterate (for the initial step), if any.
+    c1, c2 : float
+        Wolfe constants, ``0 < c1 < c2 < 1``.
+
+    Returns
+    -------
+    tuple or None
+        ``None`` when the search fails or meets a non-finite value or gradient.
+    """
+    if _scalar_search_wolfe1 is None:
+        return None
+    seen: dict[float, tuple[np.ndarray, float]] = {}
+    grads: dict[float, np.ndarray] = {}
+    bad = [False]
+
+    def phi(s: float) -> float:
+        if s not in seen:
+            xs = x + s * p
+            seen[s] = (xs, fun(xs))
+        f = seen[s][1]
+        if not math.isfinite(f):
+            bad[0] = True
+        return f
+
+    def derphi(s: float) -> float:
+        if s not in grads:
+            phi(s)
+            grads[s] = jac(seen[s][0])
+        d = float(grads[s] @ p)
+        if not math.isfinite(d):
+            bad[0] = True
+        return d
+
+    with np.errstate(all="ignore"):
+        alpha, f_new, _ = _scalar_search_wolfe1(phi, derphi, f0, f_prev, slope, c1=c1, c2=c2,
+                                                amax=1e10, amin=1e-100, xtol=1e-14)
+    if alpha is None or bad[0] or not math.isfinite(f_new):
+        return None
+    if alpha not in grads:
+        derphi(alpha)
+    g_new = grads[alpha]
+    if not np.isfinite(g_new).all():
+        return None
+    return alpha, seen[alpha][0], seen[alpha][1], g_new
 
 
 class LineSearchResult(NamedTuple):

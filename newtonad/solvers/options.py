@@ -31,10 +31,10 @@ ACCEPTED_OPTIONS: dict[str, frozenset] = {
 }
 
 #: scipy options that have no effect here (finite-difference step, workers for
-#: finite differences, the curvature constant of a Wolfe search newton-cg does
-#: not run, and trust-krylov's / trust-exact's own options on the other methods)
+#: finite differences, and trust-krylov's / trust-exact's own options on the
+#: other trust-region methods, which scipy accepts silently too)
 IGNORED_OPTIONS: dict[str, frozenset] = {
-    "newton-cg": frozenset({"eps", "c2", "workers"}),
+    "newton-cg": frozenset({"eps", "workers"}),
     "trust-ncg": frozenset({"workers", "inexact", "subproblem_maxiter"}),
     "trust-krylov": frozenset({"workers", "subproblem_maxiter"}),
     "trust-exact": frozenset({"workers", "inexact"}),
