@@ -56,6 +56,7 @@ class AnalyticObjective:
         return self._op(x)(p)
 
     def hess(self, x):
+        self.nhev += 1
         if self._hess is not None:
             return self._hess(x)
         n = x.size

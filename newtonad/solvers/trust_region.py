@@ -20,6 +20,8 @@ from scipy.optimize import OptimizeResult
 from .monitor import Monitor, Status
 from .problem import FlatProblem, HessOperator
 
+_EPS = float(np.finfo(float).eps)
+
 __all__ = ["QuadraticModel", "minimize_trust_region", "boundary_intersections",
            "check_start"]
 
@@ -194,6 +196,8 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
     shrinks to ``min(Δ, ||p||) / 4`` when ``ρ < 1/4`` and doubles (up to
     ``max_trust_radius``) when ``ρ > 3/4`` and the step reached the boundary. A
     trial point where ``f`` or its gradient is not finite counts as ``ρ = -∞``.
+    Both reductions get ``10 ε max(1, |f|)`` added, so that ``ρ`` stays
+    meaningful when they are at the level of rounding in ``f``.
 
     Parameters
     ----------
@@ -246,7 +250,11 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
             x_new = x + p
             f_new = problem.fun(x_new)
             if math.isfinite(f_new):
-                rho = (f - f_new) / predicted
+                # both reductions near rounding level in f: the ratio tends to 1
+                # (Conn, Gould & Toint, section 17.4.2), so steps still count
+                # when f no longer resolves them but the gradient does
+                slack = 10.0 * _EPS * max(1.0, abs(f))
+                rho = (f - f_new + slack) / (predicted + slack)
         if rho > eta:
             g_new = problem.jac(x_new)
             if np.isfinite(g_new).all():
