@@ -157,7 +157,8 @@ def _prepare_bounds(bounds: Any, flat: _Flat) -> Any:
     if isinstance(bounds, Bounds) and not flat.trivial:
         lb = np.broadcast_to(bounds.lb, flat.shape).ravel()
         ub = np.broadcast_to(bounds.ub, flat.shape).ravel()
-        return Bounds(lb, ub, keep_feasible=bounds.keep_feasible)
+        keep = np.broadcast_to(bounds.keep_feasible, flat.shape).ravel()
+        return Bounds(lb, ub, keep_feasible=keep)
     return bounds
 
 
@@ -206,9 +207,8 @@ def minimize_with_scipy(objective: Any, x0: np.ndarray, method: Any, *, tol: Opt
     meth = "_custom" if callable(method) else method
     kwargs: dict[str, Any] = {}
     if meth not in _NO_JAC:
-        kwargs["jac"] = flat.fun(objective.jac)
-        if not flat.trivial:
-            kwargs["jac"] = lambda x: np.ravel(objective.jac(flat.x(x)))
+        jac = objective.jac
+        kwargs["jac"] = jac if flat.trivial else (lambda x: np.ravel(jac(flat.x(x))))
     hessp = getattr(objective, "hessp", None)
     hess = getattr(objective, "hess", None)
     if meth in _HESSP or meth == "_custom":

@@ -21,6 +21,8 @@ from .monitor import Monitor, Status
 from .problem import FlatProblem, HessOperator
 
 _EPS = float(np.finfo(float).eps)
+#: a predicted decrease below _NOISE * max(1, |f|) is at the rounding level of f
+_NOISE = 1e3 * _EPS
 
 __all__ = ["QuadraticModel", "minimize_trust_region", "boundary_intersections",
            "check_start"]
@@ -197,7 +199,9 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
     ``max_trust_radius``) when ``ρ > 3/4`` and the step reached the boundary. A
     trial point where ``f`` or its gradient is not finite counts as ``ρ = -∞``.
     Both reductions get ``10 ε max(1, |f|)`` added, so that ``ρ`` stays
-    meaningful when they are at the level of rounding in ``f``.
+    meaningful when they are at the level of rounding in ``f``; and when the
+    predicted decrease is below ``1000 ε max(1, |f|)``, where ``f`` no longer
+    resolves it, a step the ratio rejects is still taken if it reduces ``‖g‖``.
 
     Parameters
     ----------
@@ -246,21 +250,28 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
         predicted = m.predicted_decrease(p)
         step_norm = radius if hits_boundary else math.sqrt(p @ p)
         rho = -math.inf
+        at_noise_level = False
         if predicted > 0.0:
             x_new = x + p
             f_new = problem.fun(x_new)
             if math.isfinite(f_new):
                 # both reductions near rounding level in f: the ratio tends to 1
-                # (Conn, Gould & Toint, section 17.4.2), so steps still count
-                # when f no longer resolves them but the gradient does
+                # (Conn, Gould & Toint, section 17.4.2)
                 slack = 10.0 * _EPS * max(1.0, abs(f))
                 rho = (f - f_new + slack) / (predicted + slack)
-        if rho > eta:
+                at_noise_level = predicted <= _NOISE * max(1.0, abs(f))
+        if rho > eta or at_noise_level:
             g_new = problem.jac(x_new)
-            if np.isfinite(g_new).all():
+            accept = np.isfinite(g_new).all()
+            if accept and rho <= eta:
+                # f cannot resolve the model's decrease any more: judge the step
+                # by the gradient instead, which rounding spoils far less
+                accept = float(g_new @ g_new) < m.jac_mag ** 2
+                rho = 0.5 if accept else rho
+            if accept:
                 x, f = x_new, f_new
                 m = subproblem(problem, x, f_new, g_new, **opts)
-            else:
+            elif rho > eta:
                 rho = -math.inf
         if rho < 0.25:
             radius = _shrunk(radius, step_norm)
