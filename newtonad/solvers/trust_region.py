@@ -75,6 +75,11 @@ class QuadraticModel:
         Value and gradient at ``x`` when already known.
     """
 
+    #: factor by which the driver enlarges the radius after a very successful
+    #: boundary step; subproblem solvers whose boundary steps are (nearly)
+    #: optimal can afford a larger one
+    radius_growth = 2.0
+
     def __init__(self, problem: FlatProblem, x: np.ndarray, fun: Optional[float] = None,
                  jac: Optional[np.ndarray] = None, **options: Any) -> None:
         self.problem = problem
@@ -194,9 +199,10 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
 
     This is algorithm 4.1 of Nocedal & Wright, 2nd ed.: a step ``p`` that
     (approximately) minimises the quadratic model in the ball of radius ``Δ`` is
-    accepted when ``ρ = (f(x) - f(x + p)) / (m(0) - m(p)) > eta``. The radius
-    shrinks to ``min(Δ, ||p||) / 4`` when ``ρ < 1/4`` and doubles (up to
-    ``max_trust_radius``) when ``ρ > 3/4`` and the step reached the boundary. A
+    accepted when ``ρ = (f(x) - f(x + p)) / (m(0) - m(p)) > eta``. The radius is
+    quartered (repeatedly, until below ``||p||``) when ``ρ < 1/4`` and grows by
+    the subproblem's ``radius_growth`` (2, or 2.5 for the nearly exact solvers;
+    up to ``max_trust_radius``) when ``ρ > 3/4`` and the step reached the boundary. A
     trial point where ``f`` or its gradient is not finite counts as ``ρ = -∞``.
     Both reductions get ``10 ε max(1, |f|)`` added, so that ``ρ`` stays
     meaningful when they are at the level of rounding in ``f``; and when the
@@ -276,7 +282,7 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
         if rho < 0.25:
             radius = _shrunk(radius, step_norm)
         elif rho > 0.75 and hits_boundary:
-            radius = min(2.0 * radius, max_trust_radius)
+            radius = min(m.radius_growth * radius, max_trust_radius)
         k += 1
         status = monitor.iteration(k, x, f, m.jac_mag, radius, m.take_inner_iterations())
         if status is Status.CALLBACK:
