@@ -12,6 +12,7 @@ from scipy.linalg import blas
 __all__ = ["axpy", "scal_sub"]
 
 _daxpy = blas.daxpy
+_dscal = blas.dscal
 
 
 def axpy(a: float, x: np.ndarray, y: np.ndarray) -> None:
@@ -21,5 +22,5 @@ def axpy(a: float, x: np.ndarray, y: np.ndarray) -> None:
 
 def scal_sub(beta: float, d: np.ndarray, r: np.ndarray) -> None:
     """``d = beta * d - r`` in place: the CG direction update."""
-    d *= beta
-    np.subtract(d, r, out=d)
+    _dscal(beta, d)
+    _daxpy(r, d, a=-1.0)
