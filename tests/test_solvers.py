@@ -390,9 +390,14 @@ def test_bad_x0(x0, match):
 
 
 def test_wrong_shaped_x0():
-    obj = quadratic(np.eye(3), np.ones(3))
-    with pytest.raises(ValueError):  # a 2-vector for a 3-variable objective
-        minimize(obj, np.zeros(2))
+    # an objective of a 3-vector written with broadcasting returns an array for a (3, 3) x0
+    obj = AnalyticObjective(lambda x: np.sum((x - 1.0) ** 2, axis=0), lambda x: 2 * (x - 1.0),
+                            lambda x: (lambda v: 2.0 * v))
+    with pytest.raises(ValueError, match="must return a scalar.*shape \\(3, 3\\)"):
+        minimize(obj, np.zeros((3, 3)))
+    obj = AnalyticObjective(lambda x: np.sum(x ** 2), lambda x: 2 * x[:2], lambda x: (lambda v: v))
+    with pytest.raises(ValueError, match="gradient at x0 has shape \\(2,\\)"):
+        minimize(obj, np.zeros(3), method="newton-cg")
 
 
 def test_non_finite_start_value():

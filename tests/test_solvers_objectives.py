@@ -32,7 +32,7 @@ class AnalyticObjective:
 
     def fun(self, x):
         self.nfev += 1
-        return float(self._f(x))
+        return self._f(x)
 
     def jac(self, x):
         self.njev += 1
@@ -41,7 +41,7 @@ class AnalyticObjective:
     def value_and_grad(self, x):
         self.nfev += 1
         self.njev += 1
-        return float(self._f(x)), self._grad(x)
+        return self._f(x), self._grad(x)
 
     def linearize_hessp(self, x):
         op = self._op(x)

@@ -137,7 +137,8 @@ def minimize(f: Any, x0: Any, args: Union[tuple, Any] = (), method: Union[str, C
     elif meth in NATIVE_METHODS:
         if bounds is not None:
             warnings.warn(f"Method {method} cannot handle bounds.", RuntimeWarning, stacklevel=2)
-        if constraints is not None and np.any(constraints):
+        if constraints is not None and not (isinstance(constraints, (list, tuple))
+                                            and len(constraints) == 0):
             warnings.warn(f"Method {method} cannot handle constraints.", RuntimeWarning,
                           stacklevel=2)
         opts = parse_options(meth, options, tol)

@@ -108,14 +108,28 @@ class FlatProblem:
         g = self.objective.jac(self.unflatten(x))
         return np.asarray(g, dtype=np.float64).reshape(self.n)
 
-    def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        """Value and gradient at flat ``x`` (one pass when the objective offers it)."""
-        if self._value_and_grad is None:
-            return self.fun(x), self.jac(x)
+    def value_and_grad(self, x: np.ndarray, check: bool = False) -> tuple[float, np.ndarray]:
+        """Value and gradient at flat ``x`` (one pass when the objective offers it).
+
+        With ``check=True`` (used at x0) a value that is not a scalar or a gradient
+        of the wrong size raises a ``ValueError`` naming the shapes.
+        """
         self._calls["nfev"] += 1
         self._calls["njev"] += 1
-        f, g = self._value_and_grad(self.unflatten(x))
-        return float(f), np.asarray(g, dtype=np.float64).reshape(self.n)
+        xs = self.unflatten(x)
+        if self._value_and_grad is None:
+            f, g = self.objective.fun(xs), self.objective.jac(xs)
+        else:
+            f, g = self._value_and_grad(xs)
+        if check:
+            if np.size(f) != 1:
+                raise ValueError(f"the objective must return a scalar, but at x0 of shape "
+                                 f"{self.shape} it returned an array of shape {np.shape(f)}; "
+                                 "is x0 shaped as the objective expects?")
+            if np.size(g) != self.n:
+                raise ValueError(f"the gradient at x0 has shape {np.shape(g)} but x0 has "
+                                 f"shape {self.shape}; is x0 shaped as the objective expects?")
+        return float(np.asarray(f).reshape(())), np.asarray(g, dtype=np.float64).reshape(self.n)
 
     def linearize_hessp(self, x: np.ndarray) -> HessOperator:
         """The Hessian at ``x`` as a map ``V -> H V`` on vectors (n,) or frames (n, k)."""

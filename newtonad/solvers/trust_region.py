@@ -176,10 +176,11 @@ def _shrunk(radius: float, step_norm: float) -> float:
 
 
 def check_start(problem: FlatProblem, x0: np.ndarray) -> tuple[float, np.ndarray]:
-    """Value and gradient at ``x0``, or a ``ValueError`` if they are unusable."""
-    f, g = problem.value_and_grad(x0)
-    if g.shape != (problem.n,):
-        raise ValueError(f"the gradient has {g.size} entries but x0 has {problem.n}")
+    """Value and gradient at ``x0``, or a ``ValueError`` saying why they are unusable.
+
+    Exceptions raised by the objective itself propagate unchanged.
+    """
+    f, g = problem.value_and_grad(x0, check=True)
     if not math.isfinite(f):
         raise ValueError(f"f(x0) = {f}; start from a point where the objective is finite")
     if not np.isfinite(g).all():
