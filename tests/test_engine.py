@@ -291,6 +291,17 @@ def test_einsum_blas_and_loops():
                  rng.normal(size=4), rng.normal(size=(3, 2)), rng.normal(size=(4, 3, 2)), np.array(1.5))
 
 
+def test_stored_slot_fed_by_opaque_steps():
+    """A reshaped sum of two einsums is stored after the einsums run (ordering)."""
+    b = Builder()
+    x = b.input((5,))
+    V = b.input((5, 5))
+    e1 = b.op("einsum", b.op("mul", V, b.op("reshape", b.op("cos", x), shape=(5, 1))), x, spec="ia,j->ija")
+    e2 = b.op("einsum", b.op("sin", x), V, spec="i,ja->ija")
+    b.op("reshape", b.op("add", e1, e2), shape=(25, 5), out=True)
+    assert_agree(b.build(), rng.normal(size=5), rng.normal(size=(5, 5)))
+
+
 def test_edge_programs():
     """Outputs that are inputs, constants, repeated, or views of one another."""
     b = Builder()

@@ -413,7 +413,10 @@ class Planner:
         return Sink("gsum", root, tmap, root, tmap, space, "", None, terms=terms)
 
     def _add_sink(self, sink: Sink) -> None:
-        deps = frozenset().union(*(self.deps(v) for v, _ in sink.values()))
+        if sink.kind == "store":  # the stored slot itself is computed, not loaded
+            deps = frozenset().union(*(self.deps(j) for j in self.producer[sink.value].inputs))
+        else:
+            deps = frozenset().union(*(self.deps(v) for v, _ in sink.values()))
         after = max((self.ready.get(self._base(i), -1) for i in deps), default=-1)
         chosen = None
         for n in range(len(self.items) - 1, after, -1):
