@@ -114,8 +114,8 @@ def run({params}*, out=None):
 {checks}
     if out is None:
         if run.reuse_outputs:
-            {outs}, = reused
-        else:
+            kernel({reused_args})
+            return REUSED
 {allocs}
     else:
         {outs}, = check_out(out)
@@ -132,13 +132,16 @@ def make_runner(fn: Callable, kernel: Kernel) -> Callable[..., tuple]:
     checks = []
     for j, (shape, dtype) in enumerate(kernel.in_specs):
         ns[f"S{j}"], ns[f"D{j}"] = tuple(shape), _DTYPES[dtype]
+        ns[f"T{j}"] = np.empty(shape, _DTYPES[dtype]).strides  # C-contiguous strides
         checks.append(f"    if x{j}.__class__ is not ndarray or x{j}.dtype is not D{j} or x{j}.shape != S{j} "
-                      f"or not x{j}.flags.c_contiguous:\n"
+                      f"or x{j}.strides != T{j}:\n"
                       f"        x{j} = coerce(x{j}, S{j}, D{j}, 'input {j}')")
     out_specs = [(tuple(s), _DTYPES[d]) for s, d in kernel.out_specs]
     for j, (shape, dtype) in enumerate(out_specs):
         ns[f"OS{j}"], ns[f"OD{j}"] = shape, dtype
-    ns["reused"] = tuple(np.empty(s, d) for s, d in out_specs)
+    ns["REUSED"] = tuple(np.empty(s, d) for s, d in out_specs)
+    for j, a in enumerate(ns["REUSED"]):
+        ns[f"R{j}"] = a
     extra = [f"C{n}" for n in range(len(kernel.consts))] + [f"A{n}" for n in range(len(kernel.arenas))]
     for n, c in enumerate(kernel.consts):
         ns[f"C{n}"] = c
@@ -161,7 +164,8 @@ def make_runner(fn: Callable, kernel: Kernel) -> Callable[..., tuple]:
         params="".join(f"x{j}, " for j in range(n_in)),
         checks="\n".join(checks) or "    pass",
         outs=outs,
-        allocs="\n".join(f"            o{j} = empty(OS{j}, OD{j})" for j in range(n_out)),
+        allocs="\n".join(f"        o{j} = empty(OS{j}, OD{j})" for j in range(n_out)),
+        reused_args=", ".join([f"x{j}" for j in range(n_in)] + [f"R{j}" for j in range(n_out)] + extra),
         args=", ".join([f"x{j}" for j in range(n_in)] + [f"o{j}" for j in range(n_out)] + extra))
     exec(compile(src, "<newtonad numba runner>", "exec"), ns)
     run = ns["run"]
