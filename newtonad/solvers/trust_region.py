@@ -254,6 +254,7 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
         status = Status.MAXITER
     while status is None:
         p, hits_boundary = m.solve(radius)
+        inner = m.take_inner_iterations()
         predicted = m.predicted_decrease(p)
         step_norm = radius if hits_boundary else math.sqrt(p @ p)
         rho = -math.inf
@@ -285,7 +286,7 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
         elif rho > 0.75 and hits_boundary:
             radius = min(m.radius_growth * radius, max_trust_radius)
         k += 1
-        status = monitor.iteration(k, x, f, m.jac_mag, radius, m.take_inner_iterations())
+        status = monitor.iteration(k, x, f, m.jac_mag, radius, inner)
         if status is Status.CALLBACK:
             break
         if m.jac_mag < gtol:
