@@ -237,3 +237,15 @@ def test_traced_boolean_mask_is_refused():
 def test_tuple_output_is_refused():
     with pytest.raises(TypeError, match="one array"):
         nad.jacobian(lambda x: (x, x))(X0)
+
+
+def test_public_minimize_with_data_args_and_matrix_x0():
+    """nad.minimize on plain NumPy code with args; the result keeps x0's shape."""
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((60, 4))
+    y = np.sign(X @ np.array([1.0, -2.0, 0.5, 0.0]) + 0.1 * rng.standard_normal(60))
+    res = nad.minimize(logistic, np.zeros(4), args=(X, y, 1.0), method="trust-krylov")
+    assert res.success
+    assert np.linalg.norm(nad.grad(logistic)(res.x, X, y, 1.0)) < 1e-5
+    M = nad.minimize(lambda M: np.sum((M - 2.0) ** 2), np.zeros((2, 3)), method="newton-cg")
+    assert M.x.shape == (2, 3) and np.allclose(M.x, 2.0)
