@@ -137,8 +137,8 @@ def test_demo_markdown_native_only(capsys):
     code, out, _ = run(capsys, "demo", "--problems", "rosenbrock", "--methods", "trust-ncg",
                        "--no-scipy", "--format", "markdown")
     assert code == 0
-    assert "| problem | n | f* | method | newtonad.minimize f |" in out
-    assert "scipy.optimize" not in out
+    assert "| problem | n | f* | method | newtonad f | newtonad nit |" in out
+    assert "| scipy" not in out
 
 
 def test_demo_falls_back_to_scipy(capsys, monkeypatch):

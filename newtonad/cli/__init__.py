@@ -8,6 +8,7 @@ Usage mistakes (an unknown problem or method, a bad size) end with one line
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import NoReturn, Optional, Sequence
 
@@ -72,3 +73,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `newtonad problems | head`: stop quietly
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is not a real file (captured)
+            pass
+        return 1

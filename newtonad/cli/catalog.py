@@ -64,8 +64,11 @@ def run(args: argparse.Namespace) -> int:
     from newtonad import problems
 
     table = Table([Column("problem", 26, "<"), Column("n", 5), Column("f*", 10),
-                   Column("scalable", 8, "<"), Column("source", 30, "<")], args.format)
-    rows = [[p.name, p.n, fmt_float(p.fstar, 3), "yes" if p.scalable else "no", p.source]
+                   Column("scalable", 8, "<"), Column("source", 48, "<")], args.format)
+    def source(text: str) -> str:  # long citations are cut in the text table
+        return text if args.format == "markdown" or len(text) <= 48 else text[:45] + "..."
+
+    rows = [[p.name, p.n, fmt_float(p.fstar, 3), "yes" if p.scalable else "no", source(p.source)]
             for p in problems.all_problems()]
     print(table.render(rows), file=sys.stdout)
     return 0

@@ -119,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
     engine = args.engine or newtonad.api.DEFAULT_ENGINE
     out = sys.stdout
 
-    groups = {"native": "newtonad.minimize", "scipy": "scipy.optimize + newtonad derivatives"}
+    groups = ({"native": "newtonad", "scipy": "scipy"} if args.format == "markdown" else
+              {"native": "newtonad.minimize", "scipy": "scipy.optimize + newtonad derivatives"})
     columns = [Column("problem", 26, "<"), Column("n", 5), Column("f*", 9),
                Column("method", 12, "<")]
     for impl in impls:
