@@ -71,6 +71,7 @@ class Generator:
         self.p = plan.program
         self.slots = self.p.slots
         self.producer = {s.output: s for s in self.p.steps}
+        self.extents: dict[int, int] = {}      # innermost loop bounds, passed at run time
         self.reads: dict[int, set[int]] = {}   # item -> base slots read
         self.writes: dict[int, set[int]] = {}  # item -> base slots written
 
@@ -91,6 +92,16 @@ class Generator:
         if i in self.plan.literals:
             return literal(self.plan.literals[i], self.slots[i].dtype)
         return f"r{i}" if self.is_scalar(i) else f"b{i}[{index}]"
+
+    def extent(self, value: int) -> str:
+        """A loop bound read at run time (``n<value>``), not a literal.
+
+        With a literal trip count LLVM fully unrolls short innermost loops (the k
+        columns of a frame) and, numba leaving the SLP vectorizer off, then runs them
+        scalar; a bound it cannot see keeps the loop vectorizer in play.
+        """
+        self.extents.setdefault(value, len(self.extents))
+        return f"n{value}"
 
     def _read(self, item: int, i: int) -> None:
         if i not in self.plan.literals:
@@ -182,6 +193,10 @@ class Generator:
             arr = value.array if isinstance(value, ArrayConst) else np.asarray(value, self.slots[i].dtype)
             consts.append(np.array(arr, dtype=self.slots[i].dtype, order="C", copy=True))
             lines.append(f"r{i} = c{n}[()]" if self.is_scalar(i) else f"b{i} = c{n}")
+        if self.extents:
+            n = len(consts)
+            consts.append(np.array(list(self.extents), dtype=np.int64))
+            lines += [f"n{v} = c{n}[{j}]" for v, j in self.extents.items()]
         # live ranges of the arena buffers
         first: dict[int, int] = {}
         last: dict[int, int] = {}
@@ -497,6 +512,8 @@ class NestWriter:
                     out.extend(indent + line for line in lines)
             if d < deepest:
                 lo, hi = box[d]
+                if d == deepest - 1:  # innermost: a runtime bound, see Generator.extent
+                    lo, hi = (lo if lo == 0 else self.g.extent(lo)), self.g.extent(hi)
                 rng = f"range({hi})" if lo == 0 else f"range({lo}, {hi})"
                 out.append(f"{indent}for i{d} in {rng}:")
                 emit_level(d + 1, indent + "    ")
