@@ -172,7 +172,7 @@ def trace(f: Callable, x: Any, *args: Any) -> Program:
     Program
         ``str(program)`` lists its slots and steps.
     """
-    x = _as_point(x) if not isinstance(x, Var) else x
+    x = _as_point(x)
     args = tuple(_as_data(a) for a in args)
     return _traced(f, x, args, scalar=False).program
 

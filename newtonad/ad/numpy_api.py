@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 import math
 import string
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -412,7 +412,7 @@ def _op_pullback(primitive, params: tuple, avals: tuple[Slot, ...], wrt: tuple[i
 
     xs = _tracers(avals)
     program = _build(xs, [bind(primitive, *xs, **dict(params))])
-    return compile_program(vjp_program(program, None, wrt)), len(avals)
+    return compile_program(vjp_program(program, None, wrt))
 
 
 def op_vjp(op: Op, out_ct: np.ndarray) -> list[np.ndarray | None]:
@@ -421,7 +421,7 @@ def op_vjp(op: Op, out_ct: np.ndarray) -> list[np.ndarray | None]:
     if not wrt:
         return [None] * len(op.args)
     params = tuple(sorted(op.params.items()))
-    run, n = _op_pullback(op.primitive, params, tuple(a.aval for a in op.args), wrt)
+    run = _op_pullback(op.primitive, params, tuple(a.aval for a in op.args), wrt)
     results = run(*[np.asarray(a.value) for a in op.args], np.asarray(out_ct))
     cts: list[np.ndarray | None] = [None] * len(op.args)
     for i, ct in zip(wrt, results[1:]):
@@ -429,6 +429,6 @@ def op_vjp(op: Op, out_ct: np.ndarray) -> list[np.ndarray | None]:
     return cts
 
 
-__all__ = ["jvp_program", "partial_eval", "linearize_program", "transpose_program",
-           "vjp_program", "value_and_grad_program", "grad_program", "hvp_program",
-           "linearized_hvp", "select_outputs", "simplify", "frame_slot", "mul", "neg", "op_vjp"]
+__all__ = ["jvp_program", "partial_eval", "fold_scalings", "linearize_program",
+           "transpose_program", "vjp_program", "value_and_grad_program", "grad_program",
+           "hvp_program", "linearized_hvp", "select_outputs", "simplify", "frame_slot", "op_vjp"]

@@ -268,14 +268,16 @@ class Generator:
         sizes = {c: n for subs, i in ((sa, a), (sb, b)) for c, n in zip(subs, self.slots[i].shape)}
         letters = list(so) + [c for c in dict.fromkeys(sa + sb) if c not in so]
         var = {c: f"e_{c}" for c in letters}
-        lines = [self._fill(out, 0)]
+        summed = len(letters) > len(so)
+        lines = [self._fill(out, 0)] if summed else []
         indent = ""
         for c in letters:
             lines.append(f"{indent}for {var[c]} in range({sizes[c]}):")
             indent += "    "
         ra = self.ref(a, ", ".join(var[c] for c in sa))
         rb = self.ref(b, ", ".join(var[c] for c in sb))
-        lines.append(f"{indent}{self.ref(out, ', '.join(var[c] for c in so))} += {ra} * {rb}")
+        op = "+=" if summed else "="
+        lines.append(f"{indent}{self.ref(out, ', '.join(var[c] for c in so))} {op} {ra} * {rb}")
         return lines
 
     def _blas(self, a: int, b: int, sa: str, sb: str, so: str, out: int) -> list[str] | None:

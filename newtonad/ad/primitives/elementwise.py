@@ -165,7 +165,7 @@ mul_p = Primitive("mul", impl=np.multiply, shape=broadcast_shape,
 
 
 def _div_jvp(primals, tangents, out):
-    (x, y), (tx, ty) = primals, tangents
+    (_, y), (tx, ty) = primals, tangents
     dx = None if tx is None else div(tx, lift(y))
     dy = None if ty is None else neg(scale(ty, div(out, y)))
     return add_any(dx, dy)
