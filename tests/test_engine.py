@@ -29,7 +29,9 @@ def kernel_cache(tmp_path_factory):
     old = os.environ.get("NEWTONAD_CACHE_DIR")
     path = tmp_path_factory.mktemp("newtonad-cache")
     os.environ["NEWTONAD_CACHE_DIR"] = str(path)
-    import newtonad.ad.engine.numba_engine  # noqa: F401  (registers "numba")
+    from newtonad.ad.engine import ENGINES, numba_engine
+
+    assert ENGINES["numba"] is numba_engine.compile_program
     yield path
     if old is None:
         os.environ.pop("NEWTONAD_CACHE_DIR", None)

@@ -19,8 +19,7 @@ import numpy as np
 from ..program import ArrayConst, Program, Step
 from .numba_buffers import Buffer, place
 from .numba_ops import EXPRESSIONS, PASS_THROUGH, literal
-from .numba_plan import (ELEMENTWISE, Dim, IMap, Nest, Opaque, Plan, Sink, map_vars,
-                         operand_maps)
+from .numba_plan import ELEMENTWISE, Dim, IMap, Nest, Plan, Sink, map_vars, operand_maps
 
 FASTMATH = ("contract", "reassoc", "nsz", "arcp")  # never nnan / ninf: isnan must keep working
 ARENA_NAME = {"float64": "a_f8", "int64": "a_i8", "bool": "a_b1"}
@@ -327,11 +326,11 @@ class Generator:
         x, idx = step.inputs
         axis, out = step.kwargs["axis"], step.output
         n = self.slots[x].shape[axis]
-        xs, outs = self.slots[x].shape, self.slots[out].shape
+        xs = self.slots[x].shape
         m = max(self.slots[idx].size, 1)
         A = int(np.prod(xs[:axis], dtype=np.int64))
         B = int(np.prod(xs[axis + 1:], dtype=np.int64))
-        ix = f"r{idx}" if self.is_scalar(idx) else f"ig[e1]"
+        ix = f"r{idx}" if self.is_scalar(idx) else "ig[e1]"
         dst = f"r{out}" if self.is_scalar(out) else "og[e0, e1, e2]"
         lines = [f"xg = {self._three(x, axis)}"]
         if not self.is_scalar(idx):
@@ -347,7 +346,6 @@ class Generator:
                   "            raise IndexError(\"gather: index out of range\")",
                   f"        for e2 in range({B}):",
                   f"            {dst} = xg[e0, j, e2]"]
-        del outs
         return lines
 
     def scatter_add(self, step: Step) -> list[str]:
