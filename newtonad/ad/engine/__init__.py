@@ -6,6 +6,7 @@ take ``engine="numpy"`` and a compiled engine can plug in under the same program
 
 from __future__ import annotations
 
+import importlib
 from typing import Callable
 
 from ..program import Program
@@ -20,10 +21,17 @@ def register(name: str, compile_fn: Callable[[Program], Runner]) -> None:
     ENGINES[name] = compile_fn
 
 
+# Engines whose modules are imported on first use (numba's import is not free).
+LAZY_ENGINES = {"numba": "newtonad.ad.engine.numba_engine"}
+
+
 def compile_program(program: Program, engine: str = "numpy") -> Runner:
     """Compile ``program`` with the named engine."""
+    if engine not in ENGINES and engine in LAZY_ENGINES:
+        importlib.import_module(LAZY_ENGINES[engine])
     if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; available: {sorted(ENGINES)}")
+        known = sorted(set(ENGINES) | set(LAZY_ENGINES))
+        raise ValueError(f"unknown engine {engine!r}; available: {known}")
     return ENGINES[engine](program)
 
 
