@@ -102,6 +102,8 @@ def asv_frames(results_dir: Path = ASV_RESULTS) -> tuple[list[Measurement], Opti
                     if isinstance(value, (int, float)):
                         out.append(Measurement("value-and-grad", int(n), 1, float(value)))
         if any(m.mode != "value-and-grad" for m in out):
+            order = {mode: i for i, mode in enumerate((*FRAME_MODES, "value-and-grad"))}
+            out.sort(key=lambda m: (m.n, order[m.mode], m.k))
             return out, _describe(doc)
     return [], None
 
