@@ -75,7 +75,7 @@ def plot_per_column(measurements: Iterable[Any], path: Optional[str] = None,
         ax.set_ylabel("seconds per column")
         ax.set_title(f"n = {n:,}")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="small", loc="best")
     fig.suptitle(title)
     fig.tight_layout()
     if path is not None:
