@@ -20,6 +20,7 @@ from ..program import ArrayConst, Program, Step
 from .numba_buffers import Buffer, place
 from .numba_ops import EXPRESSIONS, PASS_THROUGH, literal
 from .numba_plan import ELEMENTWISE, Dim, IMap, Nest, Plan, Sink, map_vars, operand_maps
+from .numba_plan import segments as plan_segments
 
 FASTMATH = ("contract", "reassoc", "nsz", "arcp")  # never nnan / ninf: isnan must keep working
 ARENA_NAME = {"float64": "a_f8", "int64": "a_i8", "bool": "a_b1"}
@@ -522,17 +523,6 @@ class NestWriter:
         return out
 
 
-def _segments(nest: Nest) -> list[list[tuple[int, int]]]:
-    """Per loop variable, the ranges between the edges of all sink and term boxes."""
-    cuts = [{0, n} for n in nest.space]
-    for s in nest.sinks:
-        boxes = [s.box] + [t[2] for t in s.terms]
-        for box in boxes:
-            for d, (lo, hi) in enumerate(box):
-                cuts[d].update((lo, hi))
-    return [list(zip(sorted(c)[:-1], sorted(c)[1:])) for c in cuts]
-
-
 def _covers(box: tuple[tuple[int, int], ...], where: tuple[tuple[int, int], ...]) -> bool:
     return all(lo <= a and b <= hi for (lo, hi), (a, b) in zip(box, where))
 
@@ -547,7 +537,7 @@ def nest_lines(gen: Generator, item: int, nest: Nest) -> list[str]:
     out = [f"# ---- loop nest over {nest.space}"]
     for t in nest.inits:
         out.append(gen._fill(t, gen.plan.init[t]))
-    segments = _segments(nest)
+    segments = plan_segments(nest.sinks)
     for choice in itertools.product(*(range(len(s)) for s in segments)):
         box = tuple(segments[d][c] for d, c in enumerate(choice))
         writer = NestWriter(gen, item, nest)

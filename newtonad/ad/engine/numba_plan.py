@@ -347,7 +347,8 @@ class Planner:
                 tmap = tuple(d for a, d in enumerate(vmap) if a not in step.kwargs["axes"])
                 init[out] = _fill_value(name, slot.dtype)
                 self._add_sink(Sink("reduce", x, vmap, out, tmap, squeeze(xs), name, step))
-            elif out in self.accum_leaves and self._gatherable(out):
+            elif out in self.accum_leaves and self._gatherable(out) and \
+                    count_pieces([self._gather_sink(out, slot)]) <= MAX_PIECES:
                 self._add_sink(self._gather_sink(out, slot))
             elif out in self.accum_leaves:
                 init[out] = 0
@@ -421,7 +422,8 @@ class Planner:
         chosen = None
         for n in range(len(self.items) - 1, after, -1):
             item = self.items[n]
-            if isinstance(item, Nest) and _compatible(item.space, sink.space):
+            if isinstance(item, Nest) and _compatible(item.space, sink.space) \
+                    and count_pieces(item.sinks + [sink]) <= MAX_PIECES:
                 chosen = n
                 break
         if chosen is None:
@@ -435,6 +437,26 @@ class Planner:
 
 
 STENCIL_SLACK = 4  # extents that differ by at most this much share a nest (split loops)
+MAX_PIECES = 9     # a nest is split into at most this many boxes (code size, compile time)
+
+
+def segments(sinks: list[Sink]) -> list[list[tuple[int, int]]]:
+    """Per loop variable, the ranges between the edges of all sink and term boxes."""
+    depth = max((len(s.space) for s in sinks), default=0)
+    cuts: list[set[int]] = [set() for _ in range(depth)]
+    for s in sinks:
+        for box in [s.box] + [t[2] for t in s.terms]:
+            for d, (lo, hi) in enumerate(box):
+                cuts[d].update((lo, hi))
+    for d, c in enumerate(cuts):
+        c.add(0)
+        c.add(max(s.space[d] for s in sinks if len(s.space) > d))
+    return [list(zip(sorted(c)[:-1], sorted(c)[1:])) for c in cuts]
+
+
+def count_pieces(sinks: list[Sink]) -> int:
+    """How many boxes the loop splitting of these sinks makes."""
+    return int(np.prod([len(seg) for seg in segments(sinks)], dtype=np.int64))
 
 
 def _compatible(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
