@@ -11,6 +11,7 @@ into the enclosing graph, so transforms compose: ``grad(grad(g))``,
 
 from __future__ import annotations
 
+import os
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -22,7 +23,8 @@ from .ad.engine import compile_program
 from .ad.program import Program, Slot
 from .ad.trace import Var, const_var, interpret, trace_function
 
-DEFAULT_ENGINE = "numpy"
+# "auto": NumPy evaluation until a program is hot, then a compiled numba kernel.
+DEFAULT_ENGINE = os.environ.get("NEWTONAD_ENGINE", "auto")
 _FRAME_BUDGET = 1 << 24  # elements per frame chunk in jacobian / hessian (128 MiB of float64)
 
 

@@ -1,7 +1,9 @@
 """Engines run Programs: a Program in, arrays out.
 
-``numpy`` is the reference evaluator. Engines are looked up by name so the API can
-take ``engine="numpy"`` and a compiled engine can plug in under the same programs.
+``numpy`` is the reference evaluator, ``numba`` compiles fused kernels, and ``auto``
+(the default) starts on the first and moves a program to the second once it is hot.
+Engines are looked up by name so the API can take ``engine="numpy"`` and a compiled
+engine can plug in under the same programs.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ def register(name: str, compile_fn: Callable[[Program], Runner]) -> None:
 
 
 # Engines whose modules are imported on first use (numba's import is not free).
-LAZY_ENGINES = {"numba": "newtonad.ad.engine.numba_engine"}
+LAZY_ENGINES = {"numba": "newtonad.ad.engine.numba_engine",
+                "auto": "newtonad.ad.engine.auto"}
 
 
 def compile_program(program: Program, engine: str = "numpy") -> Runner:

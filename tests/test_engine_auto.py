@@ -1,0 +1,42 @@
+"""The auto engine: NumPy first, numba once a program is hot; same results either way."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import newtonad as nad
+from newtonad.ad.engine import auto, compile_program
+from newtonad.ad.transforms import value_and_grad_program
+
+
+def test_auto_engine_moves_a_hot_program_to_numba(monkeypatch):
+    program = value_and_grad_program(nad.trace(lambda x: np.sum(np.sin(x) * x[::-1]), np.ones(7)))
+    tiers = []
+    real_compile = auto.compile_program
+
+    def spy(p, engine):
+        tiers.append(engine)
+        return real_compile(p, engine)
+
+    monkeypatch.setattr(auto, "compile_program", spy)
+    monkeypatch.setattr(auto, "HOT_SECONDS", 1e9)
+    run = compile_program(program, "auto")
+    x = np.linspace(-1, 1, 7)
+    first = run(x)
+    assert tiers == []  # cold: the reference evaluator, no compile
+    monkeypatch.setattr(auto, "HOT_SECONDS", 0.0)
+    run(x)
+    assert tiers == ["numba"]
+    hot = run(x)
+    for a, b in zip(first, hot):
+        np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-14)
+    assert tiers == ["numba"]  # compiled once
+
+
+def test_default_engine_is_auto_and_overridable():
+    from newtonad import api
+
+    assert api.DEFAULT_ENGINE in ("auto", "numba", "numpy")
+    x = np.array([0.3, 0.7])
+    for engine in ("numpy", "auto"):
+        assert np.allclose(nad.grad(lambda x: np.sum(x ** 3), engine=engine)(x), 3 * x ** 2)
