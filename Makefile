@@ -1,4 +1,5 @@
 # Each target works on a fresh clone: it creates .venv when missing and installs.
+# The test install includes the docs extra: tests/test_docs.py builds the site.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -9,7 +10,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test,docs]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -21,12 +22,12 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 docs: $(STAMP)
-	$(PY) -m pip install --quiet -e ".[docs]"
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[bench]"
-	$(PY) -m asv run --python=same --quick --show-stderr
+	$(PY) -m asv machine --yes
+	$(PY) -m asv run --python=same --quick --show-stderr --set-commit-hash=$$(git rev-parse HEAD)
 	$(PY) -m asv publish
 
 clean:

@@ -52,5 +52,5 @@ def test_examples_ran(built):
     images = list((built / "_images").glob("*.png"))
     assert len(images) >= 6
     api = (built / "api.html").read_text()
-    for name in ("newtonad.grad", "newtonad.hvp", "newtonad.Objective", "newtonad.solvers.minimize"):
+    for name in ("newtonad.grad", "newtonad.hvp", "newtonad.Objective", "newtonad.minimize"):
         assert f'id="{name}"' in api, name
