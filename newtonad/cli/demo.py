@@ -137,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
     out.flush()
 
     tallies = {(m, i): _Tally() for m in methods for i in impls}
+    fewer = {m: [0, 0] for m in methods}  # problems where native nit <= scipy nit, compared
     errors: list[Run] = []
     warmup_time = 0.0
     with Progress(len(problem_list) * len(methods) * len(impls)) as bar:
@@ -162,6 +163,9 @@ def run(args: argparse.Namespace) -> int:
                     if result.error is not None:
                         errors.append(result)
                     bar.advance()
+                if runs.get("native") is not None and runs.get("scipy") is not None:
+                    fewer[meth][1] += 1
+                    fewer[meth][0] += runs["native"].nit <= runs["scipy"].nit
                 first = i == 0 or args.format == "markdown"
                 row = [problem.name if first else "", problem.n if first else "",
                        fmt_float(problem.fstar, 2) if first else "", meth]
@@ -176,6 +180,9 @@ def run(args: argparse.Namespace) -> int:
           "passes; nhev: Hessian-vector products; time: seconds, excluding "
           f"{warmup_time:.1f} s of tracing and compiling done beforehand.", file=out)
     _summary(tallies, methods, impls, groups, args.format, out)
+    if len(impls) == 2:
+        print("\nouter iterations no more than scipy's same-named method: " + ", ".join(
+            f"{m} {w}/{c}" for m, (w, c) in fewer.items() if c), file=out)
     print(f"\ntotal {total:.1f} s", file=out)
     if errors:
         print(f"\n{len(errors)} runs raised:", file=out)
