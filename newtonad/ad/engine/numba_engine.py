@@ -22,6 +22,7 @@ this engine does not lower runs on the NumPy engine, with one warning per primit
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 from typing import Any, Callable
 
@@ -52,7 +53,12 @@ def _fallback(program: Program, reason: str) -> Callable[..., tuple]:
 
 def lower(program: Program) -> Kernel:
     """Plan and generate the kernel of ``program`` (no compilation)."""
-    return generate(make_plan(program))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20000))  # fused chains are walked recursively
+    try:
+        return generate(make_plan(program))
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def source(program: Program) -> str:
@@ -187,6 +193,8 @@ def compile_program(program: Program) -> Callable[..., tuple]:
         kernel = lower(program)
     except Unsupported as e:
         return _fallback(program, f"primitive {e.args[0]!r} is not supported")
+    except RecursionError:
+        return _fallback(program, "the program is too deep to lower")
     try:
         fn, dispatcher, path = load(kernel, program.key)
     except Exception as e:  # a numba failure must not take the user's program down

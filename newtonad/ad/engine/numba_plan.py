@@ -210,6 +210,7 @@ class Planner:
         self.producer: dict[int, Step] = {s.output: s for s in program.steps}
         self.users = program.consumers()
         self.outputs = set(program.outputs)
+        self.step_index = {id(s): n for n, s in enumerate(program.steps)}
         for step in program.steps:
             if step.primitive.name not in SUPPORTED:
                 raise Unsupported(step.primitive.name)
@@ -302,9 +303,7 @@ class Planner:
             self.accum_of[node] = r
 
     def _index(self, step: Step) -> int:
-        if not hasattr(self, "_step_index"):
-            self._step_index = {id(s): n for n, s in enumerate(self.p.steps)}
-        return self._step_index[id(step)]
+        return self.step_index[id(step)]
 
     # -- dependencies -------------------------------------------------------------------
     def deps(self, i: int) -> frozenset[int]:
