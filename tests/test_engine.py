@@ -411,6 +411,66 @@ def test_random_compositions(seed):
     assert_agree(linear, *residuals_of(residual, linear, x), V, rtol=1e-11)
 
 
+def random_program(seed: int) -> Program:
+    """A random straight-line program over structural, reducing and elementwise steps."""
+    r = np.random.default_rng(seed)
+    b = Builder()
+    pool = []  # (slot, shape)
+    x = b.input((4, 3)); pool.append(x)
+    f = b.input((4, 3, 2)); pool.append(f)
+    v = b.input((3,)); pool.append(v)
+    def sh(i): return b.slots[i].shape
+    for _ in range(r.integers(8, 20)):
+        a = pool[r.integers(len(pool))]
+        kind = r.integers(0, 12)
+        try:
+            if kind < 3:
+                name = ["exp", "sin", "tanh", "square", "neg", "cos", "arctan"][r.integers(7)]
+                out = b.op(name, a) if name != "exp" else b.op("tanh", a)
+            elif kind < 6:
+                c = pool[r.integers(len(pool))]
+                np.broadcast_shapes(sh(a), sh(c))
+                out = b.op(["add", "mul", "sub", "maximum"][r.integers(4)], a, c)
+            elif kind == 6 and len(sh(a)) >= 1:
+                axes = tuple(sorted(set(r.integers(0, len(sh(a)), size=r.integers(1, len(sh(a)) + 1)).tolist())))
+                out = b.op(["reduce_sum", "reduce_max"][r.integers(2)], a, axes=axes)
+            elif kind == 7 and len(sh(a)) >= 1 and sh(a)[0] > 1:
+                n = sh(a)[0]
+                sl = ((1, n, 1),) if r.random() < 0.5 else ((n - 1, None, -1),)
+                s = b.op("slice", a, slices=sl)
+                out = b.op("unslice", b.op("sin", s), shape=(n,) , slices=sl) if r.random() < 0.5 else s
+            elif kind == 8 and len(sh(a)) >= 2:
+                perm = tuple(r.permutation(len(sh(a))).tolist())
+                out = b.op("transpose", a, perm=perm)
+            elif kind == 9 and len(sh(a)) >= 1:
+                out = b.op("reshape", a, shape=(int(np.prod(sh(a))),))
+            elif kind == 10 and len(sh(a)) == 2:
+                out = b.op("einsum", a, b.op("cos", a), spec="ij,kj->ik")
+            elif kind == 11 and len(sh(a)) >= 1:
+                out = b.op("cumsum", a, axis=int(r.integers(len(sh(a)))), reverse=bool(r.random() < 0.5))
+            else:
+                continue
+        except (ValueError, TypeError):
+            continue
+        pool.append(out)
+    outs = pool[3:] if len(pool) > 3 else [x]
+    k = r.integers(1, 4)
+    chosen = [outs[i] for i in sorted(set(r.integers(0, len(outs), size=k).tolist()))]
+    total = None
+    for c in chosen:
+        sc = b.op("reduce_sum", c, axes=tuple(range(len(sh(c))))) if sh(c) else c
+        total = sc if total is None else b.op("add", total, sc)
+    b.ret(*chosen, total)
+    return b.build()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_programs(seed):
+    program = random_program(seed)
+    r = np.random.default_rng(seed)
+    assert_agree(program, r.normal(size=(4, 3)), r.normal(size=(4, 3, 2)), r.normal(size=3), rtol=1e-11)
+
+
 # ---- the runner's contract ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
