@@ -10,6 +10,7 @@ showing the program step it computes, so a kernel reads like hand-written code.
 from __future__ import annotations
 
 import itertools
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -419,12 +420,15 @@ class NestWriter:
         self.g = gen
         self.item = item
         self.nest = nest
-        self.stmts: list[tuple[int, list[str]]] = []
+        self.stmts: list[tuple[int, list[str], str]] = []  # (depth, lines, guard)
         self.memo: dict[tuple[int, IMap], tuple[str, int]] = {}
         self.uses: Counter[int] = Counter()
+        self.guard = ""  # a condition wrapped around the statements emitted now
 
     def emit(self, depth: int, *lines: str) -> None:
-        self.stmts.append((depth, list(lines)))
+        if self.guard:  # a guarded statement goes where the guard's variables exist
+            depth = max(depth, 1 + max(int(v) for v in re.findall(r"\bi(\d+)\b", self.guard)))
+        self.stmts.append((depth, list(lines), self.guard))
 
     def value(self, i: int, m: IMap, compute: bool = False) -> tuple[str, int]:
         """Source of slot ``i`` at index map ``m``, and the loop depth it needs.
@@ -502,58 +506,130 @@ class NestWriter:
                           f"if {src} {cmp} {target} or {src} != {src}:",
                           f"    {target} = {src}")
 
-    def render(self, box: tuple[tuple[int, int], ...]) -> list[str]:
-        """The statements placed in loops over ``box`` (one range per loop variable)."""
+    def render(self, box: tuple[tuple[Any, Any], ...], indent: str = "") -> list[str]:
+        """The statements placed in loops over ``box`` (one range per loop variable).
+
+        Bounds are ints, or source strings (the boundary loops read them from a table).
+        """
         out: list[str] = []
-        deepest = max((d for d, _ in self.stmts), default=0)
+        deepest = max((d for d, _, _ in self.stmts), default=0)
 
         def emit_level(d: int, indent: str) -> None:
-            for depth, lines in self.stmts:
-                if depth == d:
-                    out.extend(indent + line for line in lines)
+            open_guard = ""
+            for depth, lines, guard in self.stmts:
+                if depth != d:
+                    continue
+                if guard != open_guard and guard:
+                    out.append(f"{indent}if {guard}:")
+                open_guard = guard
+                pad = indent + ("    " if guard else "")
+                out.extend(pad + line for line in lines)
             if d < deepest:
                 lo, hi = box[d]
-                if d == deepest - 1:  # innermost: a runtime bound, see Generator.extent
+                if d == deepest - 1 and isinstance(hi, int):  # innermost: see Generator.extent
                     lo, hi = (lo if lo == 0 else self.g.extent(lo)), self.g.extent(hi)
                 rng = f"range({hi})" if lo == 0 else f"range({lo}, {hi})"
                 out.append(f"{indent}for i{d} in {rng}:")
                 emit_level(d + 1, indent + "    ")
 
-        emit_level(0, "")
+        emit_level(0, indent)
         return out
+
+    def guarded_sink(self, s: Sink, full: tuple[tuple[int, int], ...]) -> None:
+        """Emit sink ``s`` for any box of the nest: each part runs under its box's condition.
+
+        Every term gets its own common-subexpression table, so a statement never
+        outlives the condition it was computed under.
+        """
+        g = self.g
+        depth = len(s.space)
+        own = _condition(s.box, full)
+        if s.kind != "gsum":
+            self.memo, self.guard = {}, own
+            self.sink(s)
+            self.guard = ""
+            return
+        g._write(self.item, s.target)
+        acc = f"acc{len(self.stmts)}"
+        self.emit(depth, f"{acc} = {literal(0, g.slots[s.target].dtype)}")
+        for slot, vmap, box, step in s.terms:
+            self.memo = {}
+            parts = [c for c in (own + " and " + _condition(box, full)).split(" and ") if c]
+            self.guard = " and ".join(dict.fromkeys(parts))
+            src, _ = self.value(slot, vmap)
+            self.emit(depth, f"# {describe(g.p, step)}  (gathered)", f"{acc} += {src}")
+        self.guard = own
+        self.emit(depth, f"{g.ref(s.target, fmt_index(s.tmap))} = {acc}")
+        self.guard = ""
 
 
 def _covers(box: tuple[tuple[int, int], ...], where: tuple[tuple[int, int], ...]) -> bool:
     return all(lo <= a and b <= hi for (lo, hi), (a, b) in zip(box, where))
 
 
+def _condition(box: tuple[tuple[int, int], ...], full: tuple[tuple[int, int], ...]) -> str:
+    """Source testing that the loop variables lie in ``box`` (where it is narrower)."""
+    parts = []
+    for d, ((lo, hi), (flo, fhi)) in enumerate(zip(box, full)):
+        if lo > flo:
+            parts.append(f"i{d} >= {lo}")
+        if hi < fhi:
+            parts.append(f"i{d} < {hi}")
+    return " and ".join(parts)
+
+
 def nest_lines(gen: Generator, item: int, nest: Nest) -> list[str]:
     """A loop nest, split where sinks start or stop (the edges of stencils).
 
-    Each piece of the split is one loop nest over a box holding the sinks (and the
-    terms of gathered sums) that cover it. A sink with fewer loop variables than the
-    nest is written only in the pieces that start its deeper ranges, so it runs once.
+    The largest piece of the split (the interior) is one loop nest holding the sinks
+    (and the terms of gathered sums) that cover it, with no tests. The other pieces
+    (the thin edges) share one loop nest over a table of their boxes, in which each
+    sink and term runs under the condition that its box holds the index: edge code is
+    written once instead of once per piece, which keeps compile time down. When a
+    split falls in an axis that some sink does not loop over, every piece is written
+    out instead (such a sink must run once, in the piece that starts its deeper ranges).
     """
     out = [f"# ---- loop nest over {nest.space}"]
     for t in nest.inits:
         out.append(gen._fill(t, gen.plan.init[t]))
     segments = plan_segments(nest.sinks)
+    boxes = [tuple(segments[d][c] for d, c in enumerate(choice))
+             for choice in itertools.product(*(range(len(s)) for s in segments))]
+    split = [d for d, seg in enumerate(segments) if len(seg) > 1]
+    if split and max(split) < min(len(s.space) for s in nest.sinks):
+        interior = max(boxes, key=lambda b: int(np.prod([hi - lo for lo, hi in b])))
+        out += _piece(gen, item, nest, interior, tuple(0 for _ in segments), boxes=True)
+        edges = [b for b in boxes if b != interior]
+        full = tuple(seg[0][:1] + seg[-1][1:] for seg in segments)
+        writer = NestWriter(gen, item, nest)
+        for s in nest.sinks:
+            writer.guarded_sink(s, full[:len(s.space)])
+        table = tuple(tuple(v for d in split for v in b[d]) for b in edges)
+        bounds = tuple((f"edge[{2 * split.index(d)}]", f"edge[{2 * split.index(d) + 1}]")
+                       if d in split else full[d] for d in range(len(segments)))
+        out.append(f"# edges: {len(edges)} pieces {edges}")
+        out.append(f"for edge in {table!r}:")
+        out += writer.render(bounds, indent="    ")
+        return out
     for choice in itertools.product(*(range(len(s)) for s in segments)):
         box = tuple(segments[d][c] for d, c in enumerate(choice))
-        writer = NestWriter(gen, item, nest)
-        active = 0
-        for s in nest.sinks:
-            n = len(s.space)
-            if any(c != 0 for c in choice[n:]) or not _covers(s.box, box[:n]):
-                continue
-            terms = [t for t in s.terms if _covers(t[2], box[:n])]
-            writer.sink(s, terms)
-            active += 1
-        if active:
-            if len(segments) and any(len(seg) > 1 for seg in segments):
-                out.append(f"# piece {box}")
-            out += writer.render(box)
+        out += _piece(gen, item, nest, box, choice, boxes=bool(split))
     return out
+
+
+def _piece(gen: Generator, item: int, nest: Nest, box, choice, boxes: bool) -> list[str]:
+    writer = NestWriter(gen, item, nest)
+    active = 0
+    for s in nest.sinks:
+        n = len(s.space)
+        if any(c != 0 for c in choice[n:]) or not _covers(s.box, box[:n]):
+            continue
+        terms = [t for t in s.terms if _covers(t[2], box[:n])]
+        writer.sink(s, terms)
+        active += 1
+    if not active:
+        return []
+    return ([f"# piece {box}"] if boxes else []) + writer.render(box)
 
 
 def generate(plan: Plan) -> Kernel:
