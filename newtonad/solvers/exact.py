@@ -1,15 +1,28 @@
 """trust-exact: the dense trust-region subproblem by Moré–Sorensen with Cholesky.
 
 J. J. Moré and D. C. Sorensen, "Computing a trust region step", SIAM J. Sci.
-Stat. Comput. 4 (1983), 553–572; algorithm 4.3 of Nocedal & Wright, 2nd ed.
-and section 7.3 of Conn, Gould & Toint, *Trust-Region Methods* (2000). Newton's
-method on ``φ(λ) = 1/Δ - 1/‖p(λ)‖`` with ``(H + λI) p(λ) = -g``, one Cholesky
-factorisation per iteration, safeguarded by an interval ``[λ_L, λ_U]`` from
-Gershgorin bounds that failed factorisations and the LINPACK estimate of the
-smallest singular vector (Cline, Moler, Stewart & Wilkinson 1979) tighten. The
-hard case is recognised by Moré and Sorensen's test: a step ``p + τz`` onto the
-boundary along the near-null vector ``z`` is accepted when ``τ² zᵀ(H+λI)z`` is
-small against ``pᵀ(H+λI)p + λΔ²``.
+Stat. Comput. 4 (1983), 553–572, in the form of algorithm 7.3.6 of Conn, Gould
+& Toint, *Trust-Region Methods* (2000), section 7.3, which scipy's trust-exact
+also follows: Newton's method on ``φ(λ) = 1/Δ - 1/‖p(λ)‖`` with
+``(H + λI) p(λ) = -g``, one Cholesky factorisation per iteration, safeguarded by
+an interval ``[λ_L, λ_U]`` that starts from the Gershgorin, Frobenius and
+infinity-norm bounds of section 7.3.8 and is tightened by failed
+factorisations and by the LINPACK estimate of the smallest singular value
+(Cline, Moler, Stewart & Wilkinson 1979). The first ``λ`` and every safeguarded
+one is ``max(sqrt(λ_L λ_U), λ_L + θ (λ_U - λ_L))`` with ``θ = 0.01`` (eq.
+7.3.14). The iteration ends
+
+* inside, when ``H`` is positive definite and ``‖H⁻¹g‖ <= Δ``;
+* on the boundary, when ``|‖p‖ - Δ| <= κ_easy Δ``;
+* in the (nearly) hard case, when the step ``p + τz`` to the boundary along the
+  near-null vector ``z`` satisfies ``τ² ‖Uz‖² <= κ_hard (‖Up‖² + λΔ²)``
+  (Moré & Sorensen's test, ``H + λI = UᵀU``).
+
+:class:`ExactSubproblem` uses CGT's (and scipy's) tolerances ``κ_easy = 0.1``,
+``κ_hard = 0.2``: a nearly exact step is all a trust-region method needs, and
+the outer iterations then match scipy's. :func:`solve_dense_trs` defaults to
+tight tolerances for use on its own. An eigendecomposition settles the rare
+subproblem the iteration does not finish within its budget.
 """
 
 from __future__ import annotations
@@ -22,13 +35,14 @@ from scipy.linalg import lapack, solve_triangular
 
 from .trust_region import QuadraticModel, boundary_intersections
 
-__all__ = ["ExactSubproblem", "solve_dense_trs", "check_size", "MAX_DENSE_N"]
+_EPS = float(np.finfo(float).eps)
+
+__all__ = ["ExactSubproblem", "solve_dense_trs", "check_size", "MAX_DENSE_N", "HessianBounds"]
 
 #: largest n trust-exact accepts (the n-by-n Hessian then takes 200 MB)
 MAX_DENSE_N = 5000
 
-_K_EASY = 1e-8    # |‖p‖ - Δ| <= _K_EASY Δ ends the iteration
-_K_HARD = 1e-8    # hard-case acceptance constant (Moré & Sorensen's σ₂)
+_THETA = 0.01    # CGT eq. 7.3.14: safeguarded λ a little right of λ_L
 
 
 def check_size(n: int) -> None:
@@ -42,25 +56,52 @@ def check_size(n: int) -> None:
 
 
 class DenseTRS(NamedTuple):
-    """Solution ``p``, multiplier ``lam``, boundary flag, factorisations used."""
+    """Solution ``p``, multiplier ``lam``, boundary flag, factorisations used, final ``λ_L``."""
 
     p: np.ndarray
     lam: float
     hits_boundary: bool
     iterations: int
+    lam_lo: float = 0.0
 
 
-def _gershgorin(h: np.ndarray) -> tuple[float, float]:
-    radii = np.abs(h).sum(axis=1) - np.abs(np.diag(h))
-    d = np.diag(h)
-    return float((d - radii).min()), float((d + radii).max())
+class HessianBounds(NamedTuple):
+    """What the λ-interval of a Hessian needs, computed once per Hessian (CGT 7.3.8)."""
+
+    gersh_lo: float    # Gershgorin lower bound on the eigenvalues
+    gersh_hi: float    # Gershgorin upper bound
+    fro: float         # Frobenius norm
+    inf: float         # infinity norm (largest absolute row sum)
+    min_diag: float    # smallest diagonal entry
+
+    @classmethod
+    def of(cls, h: np.ndarray) -> "HessianBounds":
+        """The bounds of the symmetric matrix ``h``."""
+        d = np.diag(h)
+        rows = np.abs(h).sum(axis=1)
+        radii = rows - np.abs(d)
+        return cls(float((d - radii).min()), float((d + radii).max()),
+                   float(np.linalg.norm(h)), float(rows.max()), float(d.min()))
+
+    def interval(self, gnorm: float, radius: float) -> tuple[float, float]:
+        """``[λ_L, λ_U]`` containing the multiplier of the boundary solution."""
+        hi = max(0.0, gnorm / radius + min(-self.gersh_lo, self.fro, self.inf))
+        lo = max(0.0, -self.min_diag, gnorm / radius - min(self.gersh_hi, self.fro, self.inf))
+        return lo, hi
 
 
-def _near_null_vector(u: np.ndarray) -> np.ndarray:
-    """Unit ``z`` making ``‖U z‖`` small, for upper triangular ``U`` (LINPACK estimate).
+def _safeguarded(lo: float, hi: float) -> float:
+    """CGT eq. 7.3.14: a point of ``[λ_L, λ_U]`` near ``λ_L``, geometric when far."""
+    return max(math.sqrt(abs(lo * hi)), lo + _THETA * (hi - lo))
 
-    Solves ``Uᵀ y = e`` choosing each ``e_k = ±1`` to make ``y`` grow (with
-    look-ahead on the partial sums), then ``U w = y`` and ``z = w / ‖w‖``.
+
+def _near_null_vector(u: np.ndarray) -> tuple[float, np.ndarray]:
+    """``(σ, z)``: unit ``z`` with ``‖U z‖ = σ`` small, for upper triangular ``U``.
+
+    The LINPACK estimate (Cline, Moler, Stewart & Wilkinson 1979; Golub & Van
+    Loan, 4th ed., section 3.5.4): solve ``Uᵀ y = e`` choosing each ``e_k = ±1``
+    to make ``y`` grow (with look-ahead on the partial sums), then ``U w = y``;
+    ``z = w / ‖w‖`` and ``σ = ‖y‖ / ‖w‖`` estimates the smallest singular value.
     """
     n = u.shape[0]
     partial = np.zeros(n)
@@ -76,7 +117,25 @@ def _near_null_vector(u: np.ndarray) -> np.ndarray:
         else:
             y[k], partial[k + 1:] = ym, pm
     w = solve_triangular(u, y)
-    return w / np.linalg.norm(w)
+    wn = float(np.linalg.norm(w))
+    return float(np.linalg.norm(y)) / wn, w / wn
+
+
+def _indefinite_bound(a: np.ndarray, u: np.ndarray, k: int) -> float:
+    """How far ``λ`` must grow at least when the Cholesky factorisation of ``a``
+    (``H + λI``) fails at its leading minor of order ``k`` (CGT 7.3.8).
+
+    With ``v = (-U_{k-1}⁻¹ U_{k-1}⁻ᵀ a[:k-1, k-1], 1, 0, ...)`` the Rayleigh
+    quotient ``vᵀav / vᵀv <= 0`` bounds the smallest eigenvalue of ``a``.
+    """
+    n = a.shape[0]
+    v = np.zeros(n)
+    v[k - 1] = 1.0
+    if k > 1:
+        lead = u[: k - 1, : k - 1]
+        v[: k - 1] = -solve_triangular(lead, solve_triangular(lead, a[: k - 1, k - 1],
+                                                              trans="T"))
+    return -float(v @ (a @ v)) / float(v @ v)
 
 
 def _eigen_solve(h: np.ndarray, g: np.ndarray, radius: float) -> DenseTRS:
@@ -87,7 +146,7 @@ def _eigen_solve(h: np.ndarray, g: np.ndarray, radius: float) -> DenseTRS:
     if mu[0] > 0.0:
         p0 = -gh / mu
         if np.linalg.norm(p0) <= radius:
-            return DenseTRS(s @ p0, 0.0, False, 0)
+            return DenseTRS(s @ p0, 0.0, False, 0, 0.0)
     tiny = 1e-12 * max(1.0, abs(mu).max())
     resolvable = (mu + lo) > tiny
 
@@ -99,7 +158,7 @@ def _eigen_solve(h: np.ndarray, g: np.ndarray, radius: float) -> DenseTRS:
         coef[resolvable] = -gh[resolvable] / (mu[resolvable] + lo)
         tau = math.sqrt(max(radius * radius - coef @ coef, 0.0))
         coef[np.flatnonzero(~resolvable)[0]] += tau
-        return DenseTRS(s @ coef, lo, True, 0)
+        return DenseTRS(s @ coef, lo, True, 0, lo)
     a, b = lo, lo + np.linalg.norm(g) / radius + abs(mu).max()
     for _ in range(200):  # bisection on the monotone ‖p(λ)‖
         mid = 0.5 * (a + b)
@@ -112,89 +171,109 @@ def _eigen_solve(h: np.ndarray, g: np.ndarray, radius: float) -> DenseTRS:
     lam = b
     coef = -gh / np.where(resolvable, mu + lam, np.inf)
     coef *= radius / np.linalg.norm(coef)
-    return DenseTRS(s @ coef, lam, True, 0)
+    return DenseTRS(s @ coef, lam, True, 0, lo)
 
 
-def solve_dense_trs(h: np.ndarray, g: np.ndarray, radius: float, lam0: float = 0.0,
-                    maxiter: int = 25) -> DenseTRS:
-    """Globally minimise ``g @ p + p @ H p / 2`` over ``‖p‖ <= radius`` (Moré–Sorensen).
+def solve_dense_trs(h: np.ndarray, g: np.ndarray, radius: float, *, k_easy: float = 1e-8,
+                    k_hard: float = 1e-8, maxiter: int = 25,
+                    bounds: Optional[HessianBounds] = None,
+                    lam_lo: float = 0.0) -> DenseTRS:
+    """Minimise ``g @ p + p @ H p / 2`` over ``‖p‖ <= radius`` (Moré–Sorensen, CGT 7.3).
 
     Parameters
     ----------
     h : ndarray, shape (n, n)
         Symmetric matrix.
     g : ndarray, shape (n,)
-        Linear term (non-zero).
+        Linear term.
     radius : float
         Trust-region radius.
-    lam0 : float
-        Starting multiplier (e.g. from the previous radius at the same point).
+    k_easy, k_hard : float
+        Tolerances of the boundary and hard-case tests (module docstring);
+        the defaults solve to about ``1e-8`` relative.
     maxiter : int
         Cholesky factorisations before falling back on an eigendecomposition.
+    bounds : HessianBounds, optional
+        ``HessianBounds.of(h)``, when already known.
+    lam_lo : float
+        A known lower bound on the multiplier: the final ``lam_lo`` of a solve
+        for a larger radius with the same ``h`` and ``g``.
 
     Returns
     -------
     DenseTRS
         ``p`` and ``λ >= 0`` with ``(H + λI) p = -g``, ``H + λI`` positive
-        semidefinite and ``λ (Δ - ‖p‖) = 0`` to the tolerances above.
+        semidefinite and ``λ (Δ - ‖p‖) = 0`` to the tolerances above, and the
+        final lower bound ``lam_lo`` for a warm start at a smaller radius.
     """
     n = g.size
+    if bounds is None:
+        bounds = HessianBounds.of(h)
     gnorm = float(np.linalg.norm(g))
-    glo, ghi = _gershgorin(h)
-    hnorm = min(float(np.linalg.norm(h)), max(abs(glo), abs(ghi)))
-    lam_lo = max(0.0, -float(np.diag(h).min()), gnorm / radius - hnorm)
-    lam_hi = max(0.0, gnorm / radius + hnorm)
-    lam = min(max(lam0, lam_lo), lam_hi)
+    lo, hi = bounds.interval(gnorm, radius)
+    lo = max(lo, lam_lo)
+    lam = 0.0 if lo == 0.0 else _safeguarded(lo, hi)
+    tiny = n * _EPS * bounds.inf  # below this g is indistinguishable from 0
     diag_idx = np.diag_indices(n)
+    u = None
     for it in range(1, maxiter + 1):
+        if u is None:
+            a = h.copy()
+            a[diag_idx] += lam
+            u, info = lapack.dpotrf(a, lower=0, clean=1)
+        else:
+            info = 0  # factorised at this λ in the previous iteration
+        if info != 0:  # H + λI is not positive definite: λ is too small
+            lo = max(lo, lam + _indefinite_bound(a, u, info))
+            lam, u = _safeguarded(lo, hi), None
+            continue
+        if gnorm <= tiny:  # g ≈ 0: only negative curvature gives a step
+            if lam == 0.0:
+                return DenseTRS(np.zeros(n), 0.0, False, it, lo)
+            sigma, z = _near_null_vector(u)
+            if sigma * sigma <= k_hard * lam:
+                return DenseTRS(radius * z, lam, True, it, lo)
+            hi, lo = lam, max(lo, lam - sigma * sigma)
+            lam, u = _safeguarded(lo, hi), None
+            continue
+        p = lapack.dpotrs(u, -g, lower=0)[0]
+        pn = float(np.linalg.norm(p))
+        if pn <= radius and lam == 0.0:
+            return DenseTRS(p, 0.0, False, it, lo)
+        w = solve_triangular(u, p, trans="T")
+        newton = lam + (pn / float(np.linalg.norm(w))) ** 2 * (pn - radius) / radius
+        if pn >= radius:  # left of the root: Newton's method converges monotonically
+            if pn - radius <= k_easy * radius:
+                return DenseTRS(p, lam, True, it, lo)
+            lo, lam, u = lam, newton, None
+            continue
+        # inside with λ > 0: right of the root, or the hard case
+        sigma, z = _near_null_vector(u)
+        ta, tb = boundary_intersections(pn * pn, float(p @ z), 1.0, radius)
+        tau = ta if abs(ta) < abs(tb) else tb
+        up = u @ p
+        if tau * tau * sigma * sigma <= k_hard * (float(up @ up) + lam * radius * radius):
+            return DenseTRS(p + tau * z, lam, True, it, lo)
+        hi, lo = lam, max(lo, lam - sigma * sigma)
         a = h.copy()
-        a[diag_idx] += lam
+        a[diag_idx] += newton
         u, info = lapack.dpotrf(a, lower=0, clean=1)
         if info == 0:
-            p = lapack.dpotrs(u, -g, lower=0)[0]
-            pn = float(np.linalg.norm(p))
-            if pn <= radius and lam == 0.0:
-                return DenseTRS(p, 0.0, False, it)
-            if abs(pn - radius) <= _K_EASY * radius:
-                return DenseTRS(p * (radius / pn), lam, True, it)
-            w = solve_triangular(u, p, trans="T")
-            newton = lam + (pn / np.linalg.norm(w)) ** 2 * (pn - radius) / radius
-            if pn < radius:
-                lam_hi = min(lam_hi, lam)
-                z = _near_null_vector(u)
-                uz = u @ z
-                zaz = float(uz @ uz)
-                ta, tb = boundary_intersections(pn * pn, float(p @ z), 1.0, radius)
-                tau = ta if abs(ta) < abs(tb) else tb
-                up = u @ p
-                if tau * tau * zaz <= _K_HARD * (float(up @ up) + lam * radius * radius):
-                    return DenseTRS(p + tau * z, lam, True, it)
-                lam_lo = max(lam_lo, lam - zaz)
-            else:
-                lam_lo = max(lam_lo, lam)
-            lam_new = newton
+            lam = newton
         else:
-            k = info  # leading minor of order k is not positive definite
-            col = a[: k - 1, k - 1]
-            v = np.zeros(n)
-            v[k - 1] = 1.0
-            if k > 1:
-                v[: k - 1] = -solve_triangular(u[: k - 1, : k - 1],
-                                               solve_triangular(u[: k - 1, : k - 1], col,
-                                                                trans="T"))
-            vav = float(v @ (a @ v))
-            lam_lo = max(lam_lo, lam - vav / float(v @ v))
-            lam_new = -1.0  # force a safeguarded choice
-        if lam_hi - lam_lo <= 1e-14 * max(1.0, lam_hi):
-            break
-        if not lam_lo < lam_new < lam_hi:
-            lam_new = max(math.sqrt(lam_lo * lam_hi), lam_lo + 0.01 * (lam_hi - lam_lo))
-        lam = lam_new
-    return _eigen_solve(h, g, radius)
+            lo = max(lo, newton)
+            lam, u = _safeguarded(lo, hi), None
+    sol = _eigen_solve(h, g, radius)
+    return sol._replace(iterations=maxiter)
 
 
 class ExactSubproblem(QuadraticModel):
-    """Quadratic model with the dense Hessian, solved (nearly) exactly.
+    """Quadratic model with the dense Hessian, solved nearly exactly (CGT 7.3).
+
+    The tolerances are CGT's and scipy's, ``κ_easy = 0.1`` and ``κ_hard = 0.2``.
+    When the driver shrinks the radius after a rejected step, the solve at the
+    smaller radius starts from the previous lower bound on ``λ`` (the
+    multiplier grows as the radius shrinks), as CGT section 7.3.8 suggests.
 
     Parameters
     ----------
@@ -204,16 +283,16 @@ class ExactSubproblem(QuadraticModel):
     """
 
     returns_hess = True
-
-    #: boundary steps are (nearly) optimal in the ball: grow the radius faster
-    #: (2.5 rather than 2 saves 15-40% of the iterations on chained Rosenbrock)
-    radius_growth = 2.5
+    k_easy = 0.1
+    k_hard = 0.2
 
     def __init__(self, problem: Any, x: np.ndarray, fun: Optional[float] = None,
                  jac: Optional[np.ndarray] = None, maxiter: int = 25, **options: Any) -> None:
         super().__init__(problem, x, fun, jac)
         self.maxiter = maxiter
-        self._lam = 0.0
+        self._bounds: Optional[HessianBounds] = None
+        self._last_radius = math.inf
+        self._lam_lo = 0.0
 
     def solve(self, trust_radius: float) -> tuple[np.ndarray, bool]:
         """Moré–Sorensen step for radius ``trust_radius`` (see :func:`solve_dense_trs`).
@@ -223,12 +302,16 @@ class ExactSubproblem(QuadraticModel):
         p : ndarray
             The proposed step.
         hits_boundary : bool
-            True if ``||p|| == trust_radius``.
+            True if the step is on the boundary (to within ``κ_easy``).
         """
         h, g = self.hess, self.jac
-        sol = solve_dense_trs(h, g, trust_radius, self._lam, self.maxiter)
+        if self._bounds is None:
+            self._bounds = HessianBounds.of(h)
+        lam_lo = self._lam_lo if trust_radius < self._last_radius else 0.0
+        sol = solve_dense_trs(h, g, trust_radius, k_easy=self.k_easy, k_hard=self.k_hard,
+                              maxiter=self.maxiter, bounds=self._bounds, lam_lo=lam_lo)
+        self._last_radius, self._lam_lo = trust_radius, sol.lam_lo
         self.inner_iterations += sol.iterations
-        self._lam = sol.lam
         p = sol.p
         self._record(p, -(float(g @ p) + 0.5 * float(p @ (h @ p))))
         return p, sol.hits_boundary

@@ -76,8 +76,8 @@ def minimize(f: Any, x0: Any, args: Union[tuple, Any] = (), method: Union[str, C
         Native methods (case-insensitive):
 
         ``"newton-cg"``
-            truncated Newton with Eisenstat–Walker forcing, negative curvature
-            and a backtracking line search (:mod:`.newton_cg`);
+            truncated Newton with quadratic forcing, negative curvature and a
+            strong Wolfe line search (:mod:`.newton_cg`);
         ``"trust-ncg"``
             Steihaug–Toint CG trust region (:mod:`.steihaug`), the default;
         ``"trust-krylov"``
@@ -95,9 +95,13 @@ def minimize(f: Any, x0: Any, args: Union[tuple, Any] = (), method: Union[str, C
         scipy's option names for the same-named method (newton-cg: ``xtol``,
         ``maxiter``, ``disp``, ``return_all``, ``c1``; trust methods: ``gtol``,
         ``initial_trust_radius``, ``max_trust_radius``, ``eta``, ``maxiter``,
-        ``disp``, ``return_all``, ``inexact``, ``subproblem_maxiter``), plus
-        ``gtol`` (default 1e-5, on the Euclidean gradient norm) and
-        ``max_time`` (seconds of wall clock) for every native method. Unknown
+        ``disp``, ``return_all``, ``inexact``, ``subproblem_maxiter``), with
+        scipy's defaults — ``gtol`` 1e-4 on the Euclidean gradient norm for
+        the trust methods — except ``max_trust_radius`` (1e10, not 1000);
+        plus ``gtol`` for newton-cg (default 1e-5; its ``xtol`` test is off
+        unless given, since scipy's stops far from the minimum on badly
+        scaled problems) and ``max_time`` (seconds of wall clock) for every
+        native method. Unknown
         names warn with ``OptimizeWarning``. ``disp=True`` prints a table of
         iteration, f, ‖g‖, radius or step length, inner iterations and time.
     callback : callable, optional

@@ -1,18 +1,18 @@
 """newton-cg: truncated (inexact) Newton with a line search.
 
 Each outer iteration solves ``H p = -g`` approximately by conjugate gradients,
-stopping at the relative residual ``η_k`` given by the Eisenstat–Walker forcing
-terms, then searches along ``p`` for a decrease. This is the line-search Newton–CG
-method, algorithm 7.1 of Nocedal & Wright, *Numerical Optimization*, 2nd ed.
-(2006), with
+stopping at the relative residual ``η_k``, then searches along ``p`` for a
+decrease. This is the line-search Newton–CG method, algorithm 7.1 of Nocedal &
+Wright, *Numerical Optimization*, 2nd ed. (2006), with
 
-* forcing terms of S. C. Eisenstat and H. F. Walker, "Choosing the forcing terms
-  in an inexact Newton method", SIAM J. Sci. Comput. 17 (1996), choice 2 with its
-  safeguard, capped at 1/2 and floored by ``min(1/2, sqrt(‖g‖))`` (Nocedal &
-  Wright eq. 7.3), so the inner solves stay loose far from the solution and
-  become superlinear close to it; the residual is measured in the 1-norm as
-  scipy's Newton-CG does, which on chained Rosenbrock saves a third of the
-  outer iterations over the 2-norm;
+* the forcing sequence ``η_k = min(1/2, ‖g_k‖)`` of their theorem 7.2, which
+  makes the local convergence quadratic; the residual is measured in the
+  1-norm as scipy's Newton-CG does. Eisenstat–Walker's choice 2 (S. C.
+  Eisenstat and H. F. Walker, SIAM J. Sci. Comput. 17, 1996) was measured
+  against it on the built-in problem set: used alone it leads chained
+  Rosenbrock (n = 10^4) into its local minimum, and bounded below by
+  ``min(1/2, ‖g_k‖)`` or ``min(1/2, sqrt(‖g_k‖))`` it needs more outer
+  iterations than scipy on more problems (12 and 16 of 57, against 8);
 * negative curvature used, not discarded: when CG meets a direction ``d`` with
   ``d @ H d <= 0`` the step goes on along ``d`` (a descent direction) as far as a
   positive-curvature step of the same size would, and the line search may then
@@ -39,7 +39,7 @@ from .monitor import Monitor, Status
 from .problem import FlatProblem, HessOperator
 from .trust_region import check_start
 
-__all__ = ["minimize_newton_cg", "truncated_cg", "forcing_term", "CGStep"]
+__all__ = ["minimize_newton_cg", "truncated_cg", "CGStep"]
 
 
 class CGStep(NamedTuple):
@@ -51,22 +51,6 @@ class CGStep(NamedTuple):
 
 
 _dasum = blas.dasum
-
-
-def forcing_term(gnorm: float, gnorm_prev: float, eta_prev: float, *, gamma: float = 0.9,
-                 power: float = 2.0, eta_max: float = 0.5) -> float:
-    """Relative CG tolerance ``η_k`` for the next Newton step.
-
-    Eisenstat–Walker choice 2, ``γ (‖g_k‖ / ‖g_{k-1}‖)^α`` with ``γ = 0.9``,
-    ``α = 2``, and its safeguard ``η_k >= γ η_{k-1}^α`` while that exceeds 0.1
-    (so one lucky decrease of ‖g‖ does not make the next solve needlessly
-    accurate), capped at ``eta_max`` and floored by ``min(1/2, sqrt(‖g_k‖))``.
-    """
-    eta = gamma * (gnorm / gnorm_prev) ** power
-    floor = gamma * eta_prev ** power
-    if floor > 0.1:
-        eta = max(eta, floor)
-    return max(min(eta, eta_max), min(0.5, math.sqrt(gnorm)))
 
 
 def truncated_cg(hv: HessOperator, g: np.ndarray, gnorm: float, eta: float,
@@ -151,13 +135,13 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
     x = x0
     gnorm = math.sqrt(g @ g)
     monitor.start_run(x, f, gnorm, 0.0)
-    gnorm_prev, eta, f_prev = gnorm, 0.5, None
+    f_prev = None
     k = 0
     status = Status.SUCCESS if gnorm < gtol else None
     if status is None and maxiter <= 0:
         status = Status.MAXITER
     while status is None:
-        eta = forcing_term(gnorm, gnorm_prev, eta) if k > 0 else min(0.5, math.sqrt(gnorm))
+        eta = min(0.5, gnorm)
         hv = problem.linearize_hessp(x)
         step = truncated_cg(hv, g, gnorm, eta, cg_maxiter)
         found = _search(problem, x, f, g, step, f_prev, c1, c2)
@@ -173,7 +157,7 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
         alpha, x_new, f_new, g_new = found
         step_norm = alpha * math.sqrt(step.p @ step.p)
         x, f, f_prev, g = x_new, f_new, f, g_new
-        gnorm_prev, gnorm = gnorm, math.sqrt(g @ g)
+        gnorm = math.sqrt(g @ g)
         status = monitor.iteration(k, x, f, gnorm, step_norm, step.iterations)
         if status is Status.CALLBACK:
             break

@@ -29,8 +29,11 @@ class SteihaugSubproblem(QuadraticModel):
     """Quadratic model solved by truncated CG (Steihaug–Toint).
 
     CG runs on ``H p = -g`` from ``p = 0`` and stops at the first of: the
-    residual test ``||g + H p|| <= min(1/2, sqrt(||g||)) ||g||`` (superlinear
-    forcing, Nocedal & Wright eq. 7.3), a direction of non-positive curvature
+    residual test ``||g + H p|| <= min(1/2, ||g||) ||g||`` (the forcing
+    sequence of Nocedal & Wright's theorem 7.2, which makes the local
+    convergence quadratic; scipy's trust-krylov uses the same one through
+    trlib, its trust-ncg the looser ``min(1/2, sqrt(||g||))``, which ends runs
+    less accurately for the same ``gtol``), a direction of non-positive curvature
     (then the step goes to the boundary along it, choosing the end with the
     lower model value), or an iterate leaving the ball (then the step stops
     on the boundary).
@@ -87,7 +90,7 @@ class SteihaugSubproblem(QuadraticModel):
         record = True
         max_records = max(1, PATH_MEMORY // (8 * n))
         gnorm = self.jac_mag
-        tol2 = (min(0.5, math.sqrt(gnorm)) * gnorm) ** 2
+        tol2 = (min(0.5, gnorm) * gnorm) ** 2
         r2 = radius * radius
         z = np.zeros(n)
         r = g.copy()

@@ -5,8 +5,10 @@ region, compares the actual and predicted decrease, updates the radius and
 accepts or rejects the step. Each method is a :class:`QuadraticModel` subclass
 with one ``solve(trust_radius) -> (p, hits_boundary)``; adding a method touches
 one file. This is algorithm 4.1 of Nocedal & Wright, *Numerical Optimization*,
-2nd ed. (2006), with the radius update of Conn, Gould & Toint, *Trust-Region
-Methods* (2000), section 6.1.
+2nd ed. (2006), with the constants of scipy's ``_minimize_trust_region`` (ratio
+thresholds 1/4 and 3/4, radius quartered or doubled), so that each native
+method takes the same steps as scipy's method of the same name whenever their
+subproblem solutions agree.
 """
 
 from __future__ import annotations
@@ -21,11 +23,15 @@ from .monitor import Monitor, Status
 from .problem import FlatProblem, HessOperator
 
 _EPS = float(np.finfo(float).eps)
-#: a predicted decrease below _NOISE * max(1, |f|) is at the rounding level of f
-_NOISE = 1e3 * _EPS
+#: radius factors of Nocedal & Wright's algorithm 4.1 (and scipy)
+_SHRINK = 0.25
+_GROW = 2.0
+#: default cap on the radius; scipy's is 1000, an absolute length that stops
+#: badly scaled problems (Brown's, x* = (1e6, 2e-6)) from getting anywhere
+MAX_TRUST_RADIUS = 1e10
 
 __all__ = ["QuadraticModel", "minimize_trust_region", "boundary_intersections",
-           "check_start"]
+           "check_start", "shrunk_radius", "MAX_TRUST_RADIUS"]
 
 
 def boundary_intersections(zz: float, zd: float, dd: float, radius: float
@@ -74,11 +80,6 @@ class QuadraticModel:
     fun, jac : float and ndarray, optional
         Value and gradient at ``x`` when already known.
     """
-
-    #: factor by which the driver enlarges the radius after a very successful
-    #: boundary step; subproblem solvers whose boundary steps are (nearly)
-    #: optimal can afford a larger one
-    radius_growth = 2.0
 
     def __init__(self, problem: FlatProblem, x: np.ndarray, fun: Optional[float] = None,
                  jac: Optional[np.ndarray] = None, **options: Any) -> None:
@@ -161,17 +162,20 @@ class QuadraticModel:
         raise NotImplementedError
 
 
-def _shrunk(radius: float, step_norm: float) -> float:
-    """Quarter the radius until it is below the rejected step's length.
+def shrunk_radius(radius: float, step_norm: float) -> float:
+    """The radius after a rejected step: quartered until it is below ``step_norm``.
 
-    Quartering (Nocedal & Wright, algorithm 4.1) keeps scipy's sequence of
-    radii; repeating it at once saves the iterations that would propose the
-    same interior step again.
+    Quartering is Nocedal & Wright's algorithm 4.1 (and scipy's rule). A
+    rejected *interior* step is shorter than the radius, and every radius still
+    above its length gives the same step again (the subproblem solution does not
+    change while the constraint is inactive), which scipy proposes and rejects
+    once per quartering. Quartering until the radius drops below the step's
+    length gives the same sequence of distinct steps without those iterations.
     """
-    radius *= 0.25
+    radius *= _SHRINK
     if step_norm > 0.0:
         while radius >= step_norm:
-            radius *= 0.25
+            radius *= _SHRINK
     return radius
 
 
@@ -190,25 +194,30 @@ def check_start(problem: FlatProblem, x0: np.ndarray) -> tuple[float, np.ndarray
 
 def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
                           subproblem: Callable[..., QuadraticModel], *,
-                          initial_trust_radius: float = 1.0, max_trust_radius: float = 1000.0,
-                          eta: float = 0.15, gtol: float = 1e-5, maxiter: Optional[int] = None,
+                          initial_trust_radius: float = 1.0,
+                          max_trust_radius: float = MAX_TRUST_RADIUS, eta: float = 0.15,
+                          gtol: float = 1e-4, maxiter: Optional[int] = None,
                           max_time: Optional[float] = None, disp: bool = False,
                           return_all: bool = False,
                           callback: Optional[Callable[[np.ndarray, float], None]] = None,
                           subproblem_options: Optional[dict] = None) -> OptimizeResult:
     """Minimise with a trust-region method; the step comes from ``subproblem``.
 
-    This is algorithm 4.1 of Nocedal & Wright, 2nd ed.: a step ``p`` that
-    (approximately) minimises the quadratic model in the ball of radius ``Δ`` is
-    accepted when ``ρ = (f(x) - f(x + p)) / (m(0) - m(p)) > eta``. The radius is
-    quartered (repeatedly, until below ``||p||``) when ``ρ < 1/4`` and grows by
-    the subproblem's ``radius_growth`` (2, or 2.5 for the nearly exact solvers;
-    up to ``max_trust_radius``) when ``ρ > 3/4`` and the step reached the boundary. A
-    trial point where ``f`` or its gradient is not finite counts as ``ρ = -∞``.
-    Both reductions get ``10 ε max(1, |f|)`` added, so that ``ρ`` stays
-    meaningful when they are at the level of rounding in ``f``; and when the
-    predicted decrease is below ``1000 ε max(1, |f|)``, where ``f`` no longer
-    resolves it, a step the ratio rejects is still taken if it reduces ``‖g‖``.
+    This is algorithm 4.1 of Nocedal & Wright, 2nd ed., with scipy's
+    constants: a step ``p`` that (approximately) minimises the quadratic model
+    in the ball of radius ``Δ`` is accepted when
+    ``ρ = (f(x) - f(x + p)) / (m(0) - m(p)) > eta``; the radius is quartered
+    when ``ρ < 1/4`` (repeatedly, until below ``‖p‖``: see
+    :func:`shrunk_radius`) and doubled, up to ``max_trust_radius``, when
+    ``ρ > 3/4`` and the step reached the boundary. The run stops when
+    ``‖g‖₂ < gtol``, tested as scipy tests it; every step, accepted or rejected,
+    is one iteration (``nit``), as in scipy.
+
+    Two safeguards scipy lacks: a trial point where ``f`` or its gradient is not
+    finite counts as ``ρ = -∞`` (the radius shrinks), and both reductions get
+    ``10 ε max(1, |f|)`` added, so that ``ρ`` stays meaningful when they are at
+    the level of rounding in ``f`` (Conn, Gould & Toint, *Trust-Region
+    Methods*, 2000, section 17.4.2) instead of rejecting every step there.
 
     Parameters
     ----------
@@ -220,9 +229,10 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
         ``subproblem(problem, x, fun, jac, **subproblem_options)`` returning a
         :class:`QuadraticModel` whose ``solve`` gives the step.
     initial_trust_radius, max_trust_radius, eta, gtol, maxiter : optional
-        As in ``scipy.optimize.minimize`` for the trust-region methods, except
-        that ``gtol`` (on the Euclidean norm of the gradient) defaults to 1e-5.
-        ``maxiter`` defaults to ``200 * n``.
+        As in ``scipy.optimize.minimize`` for the trust-region methods, with
+        scipy's defaults (``gtol`` 1e-4 on the Euclidean norm of the gradient,
+        ``maxiter`` ``200 * n``) except ``max_trust_radius``: 1e10 rather than
+        1000, which caps steps on badly scaled problems.
     max_time : float, optional
         Wall-clock limit in seconds.
     disp, return_all, callback : optional
@@ -258,33 +268,23 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
         predicted = m.predicted_decrease(p)
         step_norm = radius if hits_boundary else math.sqrt(p @ p)
         rho = -math.inf
-        at_noise_level = False
+        slack = 10.0 * _EPS * max(1.0, abs(f))
         if predicted > 0.0:
             x_new = x + p
             f_new = problem.fun(x_new)
             if math.isfinite(f_new):
-                # both reductions near rounding level in f: the ratio tends to 1
-                # (Conn, Gould & Toint, section 17.4.2)
-                slack = 10.0 * _EPS * max(1.0, abs(f))
                 rho = (f - f_new + slack) / (predicted + slack)
-                at_noise_level = predicted <= _NOISE * max(1.0, abs(f))
-        if rho > eta or at_noise_level:
+        if rho > eta:
             g_new = problem.jac(x_new)
-            accept = np.isfinite(g_new).all()
-            if accept and rho <= eta:
-                # f cannot resolve the model's decrease any more: judge the step
-                # by the gradient instead, which rounding spoils far less
-                accept = float(g_new @ g_new) < m.jac_mag ** 2
-                rho = 0.5 if accept else rho
-            if accept:
+            if np.isfinite(g_new).all():
                 x, f = x_new, f_new
                 m = subproblem(problem, x, f_new, g_new, **opts)
-            elif rho > eta:
+            else:
                 rho = -math.inf
         if rho < 0.25:
-            radius = _shrunk(radius, step_norm)
+            radius = shrunk_radius(radius, step_norm)
         elif rho > 0.75 and hits_boundary:
-            radius = min(m.radius_growth * radius, max_trust_radius)
+            radius = min(_GROW * radius, max_trust_radius)
         k += 1
         status = monitor.iteration(k, x, f, m.jac_mag, radius, inner)
         if status is Status.CALLBACK:
