@@ -8,13 +8,15 @@ k = 1, 2, 4, ..., 64 and n = 1e3, 1e5.
 
 The workloads (chained Rosenbrock and its residual map) are defined once in
 :mod:`newtonad.cli.workloads`, shared with ``newtonad bench`` and the docs. The
-engine is newtonad's default, so the numbers move when the default does.
+engine is the compiled one (``numba``): the default ``auto`` engine switches to it
+only once a program is hot, which would mix two engines in one series.
 """
 
 from newtonad.cli.workloads import KS, NS, best_time, frame_runner, value_and_grad_runner
 
 #: calls per measurement and seconds of budget (``best_time``)
 REPEAT, BUDGET = 5, 0.5
+ENGINE = "numba"
 
 
 class _Frame:
@@ -28,7 +30,7 @@ class _Frame:
     timeout = 300
 
     def setup(self, k, n):
-        self.run = frame_runner(self.mode, n, k)
+        self.run = frame_runner(self.mode, n, k, ENGINE)
 
     def track_seconds_per_column(self, k, n):
         return best_time(self.run, REPEAT, BUDGET) / k
@@ -67,7 +69,7 @@ class ValueAndGrad:
     timeout = 300
 
     def setup(self, n):
-        self.run = value_and_grad_runner(n)
+        self.run = value_and_grad_runner(n, ENGINE)
 
     def time_value_and_grad(self, n):
         self.run()
