@@ -527,7 +527,9 @@ class NestWriter:
             if d < deepest:
                 lo, hi = box[d]
                 if d == deepest - 1 and isinstance(hi, int):  # innermost: see Generator.extent
-                    lo, hi = (lo if lo == 0 else self.g.extent(lo)), self.g.extent(hi)
+                    # (the start stays a literal: LLVM then proves shifted indices are
+                    # non-negative and drops numba's wraparound selects)
+                    hi = self.g.extent(hi)
                 rng = f"range({hi})" if lo == 0 else f"range({lo}, {hi})"
                 out.append(f"{indent}for i{d} in {rng}:")
                 emit_level(d + 1, indent + "    ")
