@@ -67,14 +67,18 @@ def _aval(a: Any) -> Slot:
     return Slot(tuple(a.shape), a.dtype.name)
 
 
-def _frame(V: Any, x_shape: tuple[int, ...], name: str = "V") -> tuple[np.ndarray, bool]:
-    """Accept ``x.shape + (k,)`` (a frame) or ``x.shape`` (one direction)."""
+def _frame(V: Any, x_shape: tuple[int, ...], name: str = "V") -> tuple[Any, int | None]:
+    """Accept ``x.shape + (k,)`` (a frame of k directions) or ``x.shape`` (one direction).
+
+    Returns the array and its frame width, ``None`` for a single direction: that case
+    runs programs without a frame axis, whose loops are as simple as a gradient's.
+    """
     V = V if isinstance(V, Var) else np.asarray(V, dtype=np.float64)
     shape = tuple(V.shape)
     if shape == x_shape:
-        return (V[..., None] if not isinstance(V, Var) else V.reshape(x_shape + (1,))), True
+        return V, None
     if len(shape) == len(x_shape) + 1 and shape[:-1] == x_shape and shape[-1] >= 1:
-        return V, False
+        return V, shape[-1]
     raise ValueError(f"{name} has shape {shape}, but a frame at a point of shape {x_shape} must "
                      f"have shape {x_shape} + (k,) for k directions (or {x_shape} for one)")
 
@@ -238,11 +242,9 @@ def jvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *, engine: str | 
         ``f(x)`` and ``J V`` of shape ``y.shape + (k,)`` (``y.shape`` for one direction).
     """
     x, args, traced = _prepare(f, x, tuple(args), scalar=False)
-    V, single = _frame(V, tuple(x.shape))
-    k = V.shape[-1]
-    y, t = _run(traced, "jvp", k, lambda: tf.jvp_program(traced.program, k), _engine(engine),
-                x, args, [V])
-    return y, (t[..., 0] if single else t)
+    V, k = _frame(V, tuple(x.shape))
+    return tuple(_run(traced, "jvp", k, lambda: tf.jvp_program(traced.program, k),
+                      _engine(engine), x, args, [V]))
 
 
 def vjp(f: Callable, x: Any, W: Any, args: Sequence[Any] = (), *, engine: str | None = None):
@@ -253,11 +255,9 @@ def vjp(f: Callable, x: Any, W: Any, args: Sequence[Any] = (), *, engine: str | 
     """
     x, args, traced = _prepare(f, x, tuple(args), scalar=False)
     y_shape = traced.program.out_slots[0].shape
-    W, single = _frame(W, y_shape, "W")
-    k = W.shape[-1]
-    y, ct = _run(traced, "vjp", k, lambda: tf.vjp_program(traced.program, k), _engine(engine),
-                 x, args, [W])
-    return y, (ct[..., 0] if single else ct)
+    W, k = _frame(W, y_shape, "W")
+    return tuple(_run(traced, "vjp", k, lambda: tf.vjp_program(traced.program, k),
+                      _engine(engine), x, args, [W]))
 
 
 def hvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *, engine: str | None = None):
@@ -268,11 +268,10 @@ def hvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *, engine: str | 
     the shape of ``V``.
     """
     x, args, traced = _prepare(f, x, tuple(args), scalar=True)
-    V, single = _frame(V, tuple(x.shape))
-    k = V.shape[-1]
+    V, k = _frame(V, tuple(x.shape))
     _, hv = _run(traced, "hvp", k, lambda: tf.hvp_program(traced.program, k), _engine(engine),
                  x, args, [V])
-    return hv[..., 0] if single else hv
+    return hv
 
 
 def linearize(f: Callable, x: Any, args: Sequence[Any] = (), *, engine: str | None = None):
@@ -285,25 +284,24 @@ def linearize(f: Callable, x: Any, args: Sequence[Any] = (), *, engine: str | No
     if _is_traced_call(x, args):
         raise TypeError("linearize is for concrete points; inside a traced function use jvp")
     eng = _engine(engine)
-    residuals: dict[int, tuple] = {}
+    residuals: dict[int | None, tuple] = {}
 
     def programs(k):
         return _derived(traced, "linearize", k,
                         lambda: tf.linearize_program(traced.program, k), eng)
 
-    primal, _ = programs(1)
+    primal, _ = programs(None)
     outs = primal(x, *args, *traced.closed_values())
     n_out = len(traced.program.outputs)
-    residuals[1] = outs[n_out:]
+    residuals[None] = outs[n_out:]
 
     def lin(V):
-        V, single = _frame(V, tuple(x.shape))
-        k = V.shape[-1]
+        V, k = _frame(V, tuple(x.shape))
         prim_k, linear_k = programs(k)
         if k not in residuals:
             residuals[k] = prim_k(x, *args, *traced.closed_values())[n_out:]
         (t,) = linear_k(*residuals[k], V)
-        return t[..., 0] if single else t
+        return t
 
     return outs[0], lin
 

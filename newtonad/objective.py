@@ -71,7 +71,7 @@ class Objective:
         self._value = 0.0
         self._grad: np.ndarray | None = None
         self._lin_point: _Point | None = None
-        self._residuals: dict[int, tuple] = {}
+        self._residuals: dict[int | None, tuple] = {}
         self._runners: dict[tuple, tuple] = {}
         self._second_order = False  # set once hessp is used: then keep residuals with ∇f
 
@@ -102,7 +102,7 @@ class Objective:
             if self._second_order:
                 # Newton-type use: the pass that gives f and ∇f also keeps the residuals
                 # of the Hessian at x, so hessp there needs no further primal work.
-                self._linearized(x, 1)
+                self._linearized(x, None)
             else:
                 run, data = self._compiled(x, "value_and_grad", 0, tf.value_and_grad_program)
                 y, g = run(x, *data)
@@ -125,7 +125,7 @@ class Objective:
         return self.value_and_grad(x)[1]
 
     # ---- second order --------------------------------------------------------------------
-    def _linearized(self, x: np.ndarray, k: int):
+    def _linearized(self, x: np.ndarray, k: int | None):
         (residual_run, linear_run), data = self._compiled(
             x, "linearized_hvp", k, lambda program: tf.linearized_hvp(program, k))
         if self._lin_point is None or not self._lin_point.matches(x):
@@ -145,17 +145,16 @@ class Objective:
         """
         x = self._check(x).copy()
         self._second_order = True
-        linear: dict[int, tuple] = {}  # frame width -> (linear runner, residuals at x)
+        linear: dict[int | None, tuple] = {}  # frame width -> (linear runner, residuals)
 
         def hessp_at_x(V: Any) -> np.ndarray:
-            V, single = api._frame(V, x.shape, "p")
-            k = V.shape[-1]
+            V, k = api._frame(V, x.shape, "p")
             if k not in linear:
                 linear[k] = self._linearized(x, k)
             linear_run, residuals = linear[k]
             (hv,) = linear_run(*residuals, np.ascontiguousarray(V, dtype=np.float64))
-            self.nhev += k
-            return hv[..., 0] if single else hv
+            self.nhev += 1 if k is None else k
+            return hv
 
         return hessp_at_x
 

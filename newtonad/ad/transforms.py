@@ -314,7 +314,7 @@ def grad_program(program: Program) -> Program:
     return select_outputs(value_and_grad_program(program), [1])
 
 
-def hvp_program(program: Program, k: int) -> Program:
+def hvp_program(program: Program, k: int | None) -> Program:
     """Forward-over-reverse: inputs ``(x, *args, V)``, outputs ``(∇f, H V)``.
 
     The jvp of the gradient program, with a frame ``V`` of ``k`` velocity columns
@@ -323,7 +323,7 @@ def hvp_program(program: Program, k: int) -> Program:
     return simplify(jvp_program(grad_program(program), k))
 
 
-def linearized_hvp(program: Program, k: int) -> tuple[Program, Program]:
+def linearized_hvp(program: Program, k: int | None) -> tuple[Program, Program]:
     """The HVP split once per point (seed 001's partial evaluation).
 
     Returns ``(residual_program, linear_program)``: ``(x, *args) -> (f, ∇f, *residuals)``
