@@ -424,6 +424,7 @@ class NestWriter:
         self.memo: dict[tuple[int, IMap], tuple[str, int]] = {}
         self.uses: Counter[int] = Counter()
         self.guard = ""  # a condition wrapped around the statements emitted now
+        self.products: dict[str, tuple[tuple[str, int], tuple[str, int]]] = {}
 
     def emit(self, depth: int, *lines: str) -> None:
         if self.guard:  # a guarded statement goes where the guard's variables exist
@@ -451,6 +452,9 @@ class NestWriter:
             if name in PASS_THROUGH or (name == "convert" and step.kwargs["dtype"] == g.slots[step.inputs[0]].dtype):
                 result = operands[0]
             else:
+                floats = all(g.slots[j].dtype == "float64" for j in (*step.inputs, i))
+                if name == "mul" and floats:
+                    operands = self.hoist_factors(operands)
                 expr = EXPRESSIONS[name]([o[0] for o in operands],
                                          [g.slots[j].dtype for j in step.inputs],
                                          g.slots[i].dtype, step.kwargs)
@@ -459,10 +463,36 @@ class NestWriter:
                 self.uses[i] += 1
                 temp = f"t{i}" if n == 0 else f"t{i}_{n}"
                 self.emit(depth, f"# {describe(g.p, step)}", f"{temp} = {expr}")
+                if name == "mul" and floats:
+                    self.products[temp] = (operands[0], operands[1])
                 result = (temp, depth)
         if not compute:
             self.memo[key] = result
         return result
+
+    def hoist_factors(self, operands: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        """Regroup ``(a * c1) * c2`` as ``a * (c1 * c2)`` when the ``c`` are shallower.
+
+        Frame columns are the innermost loop; the factors that do not depend on the
+        column (residuals, primal values, constants) are multiplied once per element
+        instead of once per column. Only the rounding of the product changes.
+        """
+        (x, dx), (y, dy) = operands
+        if dy > dx:
+            (x, dx), (y, dy) = (y, dy), (x, dx)
+        inner = self.products.get(x)
+        if dy >= dx or inner is None:
+            return operands
+        (a, da), (c, dc) = inner
+        if da < dc:
+            (a, da), (c, dc) = (c, dc), (a, da)
+        if dc >= dx:
+            return operands
+        temp = f"f{len(self.stmts)}"
+        depth = max(dc, dy)
+        self.emit(depth, f"{temp} = {c} * {y}")
+        self.products[temp] = ((c, dc), (y, dy))
+        return [(a, da), (temp, depth)]
 
     def simple(self, i: int, m: IMap) -> tuple[str, int]:
         """Like :meth:`value`, but a name or literal (safe to repeat in an expression)."""
