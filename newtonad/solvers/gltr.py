@@ -20,9 +20,10 @@ import math
 from typing import Any, Optional
 
 import numpy as np
+from scipy.linalg import lapack
 
 from .linalg import axpy
-from .tridiagonal import solve_tridiagonal_trs
+from .tridiagonal import TRSSolution, solve_tridiagonal_trs
 from .trust_region import QuadraticModel
 
 __all__ = ["GLTRSubproblem"]
@@ -60,10 +61,17 @@ class GLTRSubproblem(QuadraticModel):
         super().__init__(problem, x, fun, jac)
         self.inexact = inexact
         self._basis: Optional[np.ndarray] = None  # rows q_0, q_1, ...
-        self._diag: list[float] = []
-        self._off: list[float] = []              # off[j] couples q_j and q_{j+1}
+        self._diag = np.empty(0)                 # T[j, j]
+        self._off = np.empty(0)                  # off[j] = T[j, j+1] couples q_j and q_{j+1}
+        self._k = 0                              # Lanczos steps taken: T is k by k
         self._w: Optional[np.ndarray] = None     # unnormalised next Lanczos vector
         self._lam = 0.0
+        # the CG iteration equivalent to the Lanczos steps (Gould et al., section 2):
+        # its iterate is the subspace solution while T is positive definite and
+        # the iterate inside the ball, so no tridiagonal problem need be solved
+        self._pivot = 0.0   # last pivot of T = L D Lᵀ; the CG step length is 1 / pivot
+        self._rr = 0.0      # ‖r_k‖², the CG residual (the model's gradient) at the iterate
+        self._ss = self._sd = self._dd = 0.0  # ‖s‖², s·d, ‖d‖² of CG iterate and direction
 
     def _tolerances(self) -> tuple[float, float]:
         gnorm = self.jac_mag
@@ -74,17 +82,21 @@ class GLTRSubproblem(QuadraticModel):
     def _start(self) -> None:
         g = self.jac
         n = g.size
-        cap = max(1, min(n, 32))
         # Lanczos without reorthogonalisation loses orthogonality, and then
         # needs more than n steps to reach a small residual: allow 2 n, as
         # scipy's trlib wrapper does (its itmax)
         self._maxdim = max(1, min(2 * n, BASIS_MEMORY // (8 * n)))
-        self._basis = np.empty((min(cap, self._maxdim), n))
+        cap = min(self._maxdim, 32)
+        self._basis = np.empty((cap, n))
+        self._diag = np.empty(cap)
+        self._off = np.empty(cap)
         np.multiply(g, 1.0 / self.jac_mag, out=self._basis[0])
-        self._extend(0)
+        self._rr = self._dd = self.jac_mag ** 2
+        self._lanczos_step()
 
-    def _extend(self, j: int) -> None:
-        """Lanczos step from ``q_j`` (stored): append ``T[j, j]``, ``γ_{j+1}`` and ``w``."""
+    def _lanczos_step(self) -> None:
+        """From ``q_{k-1}`` (stored): ``T[k-1, k-1]``, ``γ_k`` and the next ``w``; ``k += 1``."""
+        j = self._k
         q = self._basis[j]
         w = self.hessp(q)
         self.inner_iterations += 1
@@ -92,19 +104,46 @@ class GLTRSubproblem(QuadraticModel):
         axpy(-delta, q, w)
         if j > 0:
             axpy(-self._off[j - 1], self._basis[j - 1], w)
-        self._diag.append(delta)
-        self._off.append(math.sqrt(w @ w))
+        self._diag[j] = delta
+        self._off[j] = math.sqrt(w @ w)
         self._w = w
+        self._k = j + 1
 
-    def _grow(self, j: int) -> None:
-        """Normalise ``w`` into ``q_{j+1}`` (growing the basis buffer) and extend."""
+    def _grow(self) -> None:
+        """Normalise ``w`` into the next basis vector (growing the buffers) and step."""
+        j = self._k
         basis = self._basis
-        if j + 1 >= basis.shape[0]:
-            bigger = np.empty((min(2 * basis.shape[0], self._maxdim), basis.shape[1]))
-            bigger[: basis.shape[0]] = basis
+        if j >= basis.shape[0]:
+            cap = min(2 * basis.shape[0], self._maxdim)
+            bigger = np.empty((cap, basis.shape[1]))
+            bigger[:j] = basis
             self._basis = basis = bigger
-        np.multiply(self._w, 1.0 / self._off[j], out=basis[j + 1])
-        self._extend(j + 1)
+            self._diag = np.concatenate([self._diag, np.empty(cap - j)])
+            self._off = np.concatenate([self._off, np.empty(cap - j)])
+        np.multiply(self._w, 1.0 / self._off[j - 1], out=basis[j])
+        self._lanczos_step()
+
+    def _cg_advance(self, radius: float) -> bool:
+        """Follow the last Lanczos step with the equivalent CG step; False once not interior.
+
+        With ``T = L D Lᵀ`` the pivots are the reciprocal CG step lengths and
+        ``‖r_{j+1}‖ = γ_{j+1} α_j ‖r_j‖``, so the CG iterate's norm, residual and
+        the sign of the curvature follow from ``T`` in O(1) per step.
+        """
+        j = self._k - 1
+        pivot = self._diag[j] - (self._off[j - 1] ** 2 / self._pivot if j > 0 else 0.0)
+        if not pivot > 0.0:
+            return False
+        alpha = 1.0 / pivot
+        ss = self._ss + alpha * (2.0 * self._sd + alpha * self._dd)
+        if ss >= radius * radius:
+            return False
+        rr = (self._off[j] * alpha) ** 2 * self._rr
+        beta = rr / self._rr
+        self._sd = beta * (self._sd + alpha * self._dd)
+        self._dd = rr + beta * beta * self._dd
+        self._ss, self._rr, self._pivot = ss, rr, pivot
+        return True
 
     def solve(self, trust_radius: float) -> tuple[np.ndarray, bool]:
         """GLTR step for radius ``trust_radius``; see the module docstring.
@@ -116,26 +155,45 @@ class GLTRSubproblem(QuadraticModel):
         hits_boundary : bool
             True if ``||p|| == trust_radius``.
         """
-        if self._basis is None:
-            self._start()
         tol_interior, tol_boundary = self._tolerances()
         gnorm = self.jac_mag
+        if self._basis is None:
+            self._start()
+            # interior phase: CG in Lanczos form, no tridiagonal problem to solve
+            while self._cg_advance(trust_radius):
+                k = self._k
+                small = self._off[k - 1] <= 1e-14 * max(1.0, abs(self._diag[k - 1]))
+                if self._rr <= tol_interior * tol_interior or small or k >= self._maxdim:
+                    return self._finish(self._interior_solution(), trust_radius)
+                self._grow()
         while True:
-            k = len(self._diag)
-            diag = np.array(self._diag)
-            off = np.array(self._off[: k - 1])
-            c = np.zeros(k)
-            c[0] = gnorm
-            sol = solve_tridiagonal_trs(diag, off, c, trust_radius, self._lam)
-            h = sol.h
-            residual = self._off[k - 1] * abs(h[-1])
+            k = self._k
+            diag, off = self._diag[:k], self._off[: k - 1]
+            sol = solve_tridiagonal_trs(diag, off, gnorm, trust_radius, self._lam)
+            residual = self._off[k - 1] * abs(sol.h[-1])
             tol = tol_boundary if sol.hits_boundary else tol_interior
             small = self._off[k - 1] <= 1e-14 * max(1.0, float(np.abs(diag).max()))
             if residual <= tol or small or k >= self._maxdim:
                 break
-            self._grow(k - 1)
+            self._grow()
         self._lam = sol.lam
+        return self._finish(sol, trust_radius)
+
+    def _interior_solution(self) -> TRSSolution:
+        """The CG iterate in the Lanczos basis: ``T h = -‖g‖ e₁``."""
+        k = self._k
+        c = np.zeros(k)
+        c[0] = -self.jac_mag
+        if k == 1:
+            return TRSSolution(c / self._diag[0], 0.0, False)
+        dl, el, _ = lapack.dpttrf(self._diag[:k], self._off[: k - 1])
+        return TRSSolution(lapack.dpttrs(dl, el, c)[0], 0.0, False)
+
+    def _finish(self, sol: TRSSolution, radius: float) -> tuple[np.ndarray, bool]:
+        h = sol.h
+        k = h.size
         p = h @ self._basis[:k]
+        diag, off = self._diag[:k], self._off[: k - 1]
         quad = float(diag @ (h * h)) + 2.0 * float(off @ (h[:-1] * h[1:]))
-        self._record(p, -(gnorm * h[0] + 0.5 * quad))
+        self._record(p, -(self.jac_mag * h[0] + 0.5 * quad))
         return p, sol.hits_boundary

@@ -75,7 +75,11 @@ def _ldl_solve(dl: np.ndarray, el: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return lapack.dpttrs(dl, el, rhs)[0]
 
 
-def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c: np.ndarray, radius: float,
+def _norm(v: np.ndarray) -> float:
+    return math.sqrt(float(v @ v))
+
+
+def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c, radius: float,
                           lam0: float = 0.0) -> TRSSolution:
     """Globally minimise ``c @ h + h @ T h / 2`` over ``||h|| <= radius``.
 
@@ -83,13 +87,14 @@ def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c: np.ndarray, radi
     ----------
     diag, off : ndarray
         Diagonal (k,) and off-diagonal (k - 1,) of the symmetric matrix ``T``.
-    c : ndarray, shape (k,)
-        Linear term.
+    c : ndarray, shape (k,), or float
+        Linear term; a number ``γ`` stands for ``γ e₁`` (the Lanczos case).
     radius : float
         Trust-region radius ``Δ > 0``.
     lam0 : float
-        A guess for the multiplier (the previous solution's), used as the
-        starting point when it lies left of the root.
+        A guess for the multiplier (the previous solution's). When ``T + lam0 I``
+        is positive definite and its solution at least ``radius`` long, the
+        root lies right of it and Newton's method starts there at once.
 
     Returns
     -------
@@ -99,29 +104,37 @@ def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c: np.ndarray, radi
     """
     diag = np.asarray(diag, dtype=np.float64)
     off = np.asarray(off, dtype=np.float64)
-    rhs = -np.asarray(c, dtype=np.float64)
-    sol = _solve_shifted(diag, off, 0.0, rhs)  # succeeds iff T is positive definite
-    if sol is not None and np.linalg.norm(sol[2]) <= radius:
-        return TRSSolution(sol[2], 0.0, False)
+    if np.ndim(c) == 0:
+        rhs = np.zeros(diag.size)
+        rhs[0] = -float(c)
+    else:
+        rhs = -np.asarray(c, dtype=np.float64)
     lam, lo = 0.0, 0.0
-    if sol is None:  # indefinite: start just right of the pole at -lam1
-        lo = max(0.0, -smallest_eigenpair(diag, off))
-        scale = max(1.0, float(np.abs(diag).max()),
-                    float(np.abs(off).max()) if off.size else 0.0)
-        shift = 1e-10 * scale
-        while sol is None:
-            lam = lo + shift
-            sol = _solve_shifted(diag, off, lam, rhs)
-            shift *= 10.0
-    if np.linalg.norm(sol[2]) <= radius:
-        return _hard_case(diag, off, rhs, radius, lo)
-    if lam0 > lam:  # a warm start right of the left point: use it if it is left of the root
-        warm = _solve_shifted(diag, off, lam0, rhs)
-        if warm is not None and np.linalg.norm(warm[2]) >= radius:
-            lam, sol = lam0, warm
+    sol = _solve_shifted(diag, off, lam0, rhs) if lam0 > 0.0 else None
+    if sol is not None and _norm(sol[2]) >= radius:
+        lam = lo = lam0  # left of the root, which is therefore positive: skip the checks below
+    else:
+        sol = _solve_shifted(diag, off, 0.0, rhs)  # succeeds iff T is positive definite
+        if sol is not None and _norm(sol[2]) <= radius:
+            return TRSSolution(sol[2], 0.0, False)
+        if sol is None:  # indefinite: start just right of the pole at -lam1
+            lo = max(0.0, -smallest_eigenpair(diag, off))
+            scale = max(1.0, float(np.abs(diag).max()),
+                        float(np.abs(off).max()) if off.size else 0.0)
+            shift = 1e-10 * scale
+            while sol is None:
+                lam = lo + shift
+                sol = _solve_shifted(diag, off, lam, rhs)
+                shift *= 10.0
+        if _norm(sol[2]) <= radius:
+            return _hard_case(diag, off, rhs, radius, lo)
+        if lam0 > lam:  # a warm start right of the left point: use it if it is left of the root
+            warm = _solve_shifted(diag, off, lam0, rhs)
+            if warm is not None and _norm(warm[2]) >= radius:
+                lam, sol = lam0, warm
     for _ in range(_MAXITER):
         dl, el, h = sol
-        hn = float(np.linalg.norm(h))
+        hn = _norm(h)
         if abs(hn - radius) <= _RTOL * radius:
             break
         s = _ldl_solve(dl, el, h)
@@ -140,7 +153,7 @@ def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c: np.ndarray, radi
                 break
         lam, sol = new, trial
     h = sol[2]
-    h *= radius / np.linalg.norm(h)  # remove the last rounding in the norm
+    h *= radius / _norm(h)  # remove the last rounding in the norm
     return TRSSolution(h, lam, True)
 
 
