@@ -130,6 +130,9 @@ def warm_up(n: int, x0: np.ndarray) -> float:
     import newtonad as nad
     from newtonad import problems
 
+    import newtonad.solvers.exact, newtonad.solvers.gltr  # noqa: F401,E401  (import every
+    import newtonad.solvers.newton_cg, newtonad.solvers.steihaug  # noqa: F401,E401  solver now)
+
     start = time.perf_counter()
     hand = HandRosenbrock(n)
     hand.fun(x0), hand.jac(x0), hand.hessp(x0, x0)

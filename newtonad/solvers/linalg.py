@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import blas
 
-__all__ = ["axpy", "scal_sub"]
+__all__ = ["axpy", "scal", "scal_sub"]
 
 _daxpy = blas.daxpy
 _dscal = blas.dscal
@@ -18,6 +18,11 @@ _dscal = blas.dscal
 def axpy(a: float, x: np.ndarray, y: np.ndarray) -> None:
     """``y += a * x`` in place (``y`` contiguous float64)."""
     _daxpy(x, y, a=a)
+
+
+def scal(a: float, x: np.ndarray) -> None:
+    """``x *= a`` in place."""
+    _dscal(a, x)
 
 
 def scal_sub(beta: float, d: np.ndarray, r: np.ndarray) -> None:

@@ -62,7 +62,8 @@ def wolfe(fun: Callable[[np.ndarray], float], jac: Callable[[np.ndarray], np.nda
 
     def phi(s: float) -> float:
         if s not in seen:
-            xs = x + s * p
+            xs = p * s
+            xs += x
             seen[s] = (xs, fun(xs))
         f = seen[s][1]
         if not math.isfinite(f):
@@ -78,9 +79,22 @@ def wolfe(fun: Callable[[np.ndarray], float], jac: Callable[[np.ndarray], np.nda
             bad[0] = True
         return d
 
+    # dcsrch's first trial step (scipy's rule in scalar_search_wolfe1); when it
+    # passes dcsrch's own convergence test dcsrch returns it at once, so test it
+    # here and spare the (pure Python) search its set-up
+    alpha1 = 1.0
+    if f_prev is not None:
+        alpha1 = min(1.0, 1.01 * 2.0 * (f0 - f_prev) / slope)
+        if alpha1 < 0.0:
+            alpha1 = 1.0
     with np.errstate(all="ignore"):
-        alpha, f_new, _ = _scalar_search_wolfe1(phi, derphi, f0, f_prev, slope, c1=c1, c2=c2,
-                                                amax=1e10, amin=1e-100, xtol=1e-14)
+        f1 = phi(alpha1)
+        if (not bad[0] and f1 <= f0 + alpha1 * (c1 * slope)
+                and abs(derphi(alpha1)) <= c2 * -slope and not bad[0]):
+            alpha, f_new = alpha1, f1
+        else:
+            alpha, f_new, _ = _scalar_search_wolfe1(phi, derphi, f0, f_prev, slope, c1=c1,
+                                                    c2=c2, amax=1e10, amin=1e-100, xtol=1e-14)
     if alpha is None or bad[0] or not math.isfinite(f_new):
         return None
     if alpha not in grads:

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .linalg import axpy, scal_sub
+from .linalg import axpy, scal
 from .trust_region import QuadraticModel, boundary_intersections
 
 __all__ = ["SteihaugSubproblem"]
@@ -112,14 +112,14 @@ class SteihaugSubproblem(QuadraticModel):
                 if record:
                     alphas.append(0.0)
                     ends.append(math.inf)
-                return self._to_boundary(z, d, q, -rr, curv, radius), True
+                return self._to_boundary(z, d, q, -rr, curv, radius, j == 0), True
             alpha = rr / curv
             end_sq = zz + alpha * (2.0 * zd + alpha * dd)
             if record:
                 alphas.append(alpha)
                 ends.append(end_sq)
             if end_sq >= r2:
-                return self._to_boundary(z, d, q, -rr, curv, radius), True
+                return self._to_boundary(z, d, q, -rr, curv, radius, j == 0), True
             axpy(alpha, d, z)
             axpy(alpha, bd, r)
             q -= 0.5 * alpha * rr
@@ -132,11 +132,11 @@ class SteihaugSubproblem(QuadraticModel):
                 self._path_radius = -1.0
                 for kept in (dirs, alphas, rrs, curvs, ends):
                     kept.clear()
-            if record:
-                d = np.multiply(d, beta)
-                np.subtract(d, r, out=d)
+            if record:  # a new array: the recorded path keeps the old direction
+                d = np.multiply(d, beta, out=np.empty(n))
             else:
-                scal_sub(beta, d, r)
+                scal(beta, d)
+            axpy(-1.0, r, d)
             zz = end_sq
             zd = beta * (zd + alpha * dd)
             dd = rr_new + beta * beta * dd
@@ -159,19 +159,27 @@ class SteihaugSubproblem(QuadraticModel):
         return self._to_boundary(z, self._dirs[j], q, -self._rr[j], self._curv[j], radius)
 
     def _to_boundary(self, z: np.ndarray, d: np.ndarray, q: float, rd: float, curv: float,
-                     radius: float) -> np.ndarray:
+                     radius: float, from_origin: bool = False) -> np.ndarray:
         """Step from ``z`` along ``d`` to the sphere; with ``curv <= 0`` the better end.
 
         ``q`` is ``m(z) - f``, ``rd`` is ``(g + H z) @ d`` and ``curv`` is ``d @ H d``;
-        the model along the line is ``q + t rd + t**2 curv / 2``.
+        the model along the line is ``q + t rd + t**2 curv / 2``. With
+        ``from_origin`` (``z = 0``, ``d = -g``) the products are known without
+        computing them.
         """
-        ta, tb = boundary_intersections(float(z @ z), float(z @ d), float(d @ d), radius)
+        if from_origin:
+            ta, tb = boundary_intersections(0.0, 0.0, -rd, radius)
+        else:
+            ta, tb = boundary_intersections(float(z @ z), float(z @ d), float(d @ d), radius)
         t = tb
         if curv <= 0.0:
             qa = ta * rd + 0.5 * ta * ta * curv
             qb = tb * rd + 0.5 * tb * tb * curv
             t = ta if qa < qb else tb
-        p = z.copy()
-        axpy(t, d, p)
+        if from_origin:
+            p = np.multiply(d, t)
+        else:
+            p = z.copy()
+            axpy(t, d, p)
         self._record(p, -(q + t * rd + 0.5 * t * t * curv))
         return p

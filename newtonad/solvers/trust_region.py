@@ -257,6 +257,7 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
     x = x0
     m = subproblem(problem, x, f, g, **opts)
     radius = float(initial_trust_radius)
+    x_bound = math.sqrt(x @ x)  # bounds ‖x‖: ‖x0‖ plus (twice) the lengths of the steps taken
     monitor.start_run(x, f, m.jac_mag, radius)
     k = 0
     status = Status.SUCCESS if m.jac_mag < gtol else None
@@ -276,9 +277,12 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
                 rho = (f - f_new + slack) / (predicted + slack)
         if rho > eta:
             g_new = problem.jac(x_new)
-            if np.isfinite(g_new).all():
+            gg = float(g_new @ g_new)  # finite unless g is (or overflows when squared)
+            if math.isfinite(gg) or np.isfinite(g_new).all():
                 x, f = x_new, f_new
+                x_bound += 2.0 * step_norm  # (boundary steps may overshoot a little)
                 m = subproblem(problem, x, f_new, g_new, **opts)
+                m._g_mag = math.sqrt(gg)  # the model's jac_mag, known already
             else:
                 rho = -math.inf
         if rho < 0.25:
@@ -291,7 +295,8 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
             break
         if m.jac_mag < gtol:
             status = Status.SUCCESS
-        elif status is None and radius <= 1e-15 * max(1.0, math.sqrt(x @ x)):
+        elif (status is None and radius <= 1e-15 * max(1.0, x_bound)
+              and radius <= 1e-15 * max(1.0, math.sqrt(x @ x))):
             status = Status.NO_PROGRESS
     extra = {"hess": m.hess} if getattr(m, "returns_hess", False) else {}
     return monitor.result(status, x, f, m.jac, k, **extra)
