@@ -214,3 +214,24 @@ def test_demo_problems_no_more_iterations_than_scipy(name, method, nit):
     assert res.success
     assert res.nit == nit <= ref.nit
     assert res.fun <= p.fstar + 1e-5 * max(1.0, abs(p.fstar))
+
+
+# ------------------------------------------------------------ line search
+@pytest.mark.parametrize("f_prev", [None, 30.0, 24.5])
+@pytest.mark.parametrize("direction", ["newton", "gradient"])
+def test_wolfe_first_step_shortcut_matches_dcsrch(f_prev, direction):
+    # the shortcut accepts dcsrch's first trial step exactly when dcsrch would
+    from scipy.optimize._linesearch import scalar_search_wolfe1
+
+    from newtonad.solvers.line_search import wolfe
+
+    x = np.array([-1.2, 1.0])
+    g = rosen_der(x)
+    p = -np.linalg.solve(rosen_hess(x), g) if direction == "newton" else -g * 1e-3
+    f0, slope = rosen(x), float(g @ p)
+    ours = wolfe(rosen, rosen_der, x, p, f0, slope, f_prev)
+    ref = scalar_search_wolfe1(lambda s: rosen(x + s * p), lambda s: float(rosen_der(x + s * p) @ p),
+                               f0, f_prev, slope, amax=1e10, amin=1e-100, xtol=1e-14)
+    assert ours is not None and ref[0] is not None
+    assert ours[0] == ref[0] and ours[2] == pytest.approx(ref[1], rel=1e-15)
+    assert_allclose(ours[1], x + ours[0] * p, rtol=1e-15)

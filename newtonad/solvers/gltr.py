@@ -11,7 +11,11 @@ problem is the small tridiagonal one ``min ‖g‖ h₀ + hᵀ T_k h / 2, ‖h�
 Steihaug's CG it does not stop at the boundary or at negative curvature but
 keeps enlarging the subspace until the subproblem's optimality residual
 ``‖(H + λI) p + g‖ = γ_{k+1} |h_{k-1}|`` is small, which pays on indefinite
-problems. While the solution is interior this is CG in Lanczos form.
+problems. While the solution is interior this is CG in Lanczos form, and it is
+run as such (GLTR's "CG phase", as trlib does): the pivots of ``T_k = L D Lᵀ``
+give CG's step lengths, residuals and iterate norms in O(1) per step, so no
+tridiagonal problem is solved until the iterate leaves the ball or ``T_k``
+stops being positive definite.
 """
 
 from __future__ import annotations

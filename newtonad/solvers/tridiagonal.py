@@ -104,7 +104,7 @@ def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c, radius: float,
     """
     diag = np.asarray(diag, dtype=np.float64)
     off = np.asarray(off, dtype=np.float64)
-    if np.ndim(c) == 0:
+    if isinstance(c, (float, int, np.floating)):
         rhs = np.zeros(diag.size)
         rhs[0] = -float(c)
     else:

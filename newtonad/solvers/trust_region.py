@@ -231,8 +231,8 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
     initial_trust_radius, max_trust_radius, eta, gtol, maxiter : optional
         As in ``scipy.optimize.minimize`` for the trust-region methods, with
         scipy's defaults (``gtol`` 1e-4 on the Euclidean norm of the gradient,
-        ``maxiter`` ``200 * n``) except ``max_trust_radius``: 1e10 rather than
-        1000, which caps steps on badly scaled problems.
+        ``maxiter`` ``200 * n``) except ``max_trust_radius``: 1e10, where
+        scipy's 1000 holds back badly scaled problems.
     max_time : float, optional
         Wall-clock limit in seconds.
     disp, return_all, callback : optional
@@ -269,11 +269,11 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
         predicted = m.predicted_decrease(p)
         step_norm = radius if hits_boundary else math.sqrt(p @ p)
         rho = -math.inf
-        slack = 10.0 * _EPS * max(1.0, abs(f))
         if predicted > 0.0:
             x_new = x + p
             f_new = problem.fun(x_new)
             if math.isfinite(f_new):
+                slack = 10.0 * _EPS * max(1.0, abs(f))
                 rho = (f - f_new + slack) / (predicted + slack)
         if rho > eta:
             g_new = problem.jac(x_new)
