@@ -160,7 +160,13 @@ class Objective:
 
     def hessp(self, x: Any, p: Any) -> np.ndarray:
         """``H(x) p`` for a vector ``p`` (shape of ``x``) or a frame ``P`` (``x.shape + (k,)``)."""
-        return self.linearize_hessp(x)(p)
+        x = self._check(x)
+        self._second_order = True
+        V, k = api._frame(p, x.shape, "p")
+        linear_run, residuals = self._linearized(x, k)  # one value comparison of x
+        (hv,) = linear_run(*residuals, np.ascontiguousarray(V, dtype=np.float64))
+        self.nhev += 1 if k is None else k
+        return hv
 
     def hess(self, x: Any) -> np.ndarray:
         """The dense Hessian, shape ``x.shape + x.shape``, from identity frames in chunks."""
