@@ -306,6 +306,13 @@ def linearize(f: Callable, x: Any, args: Sequence[Any] = (), *, engine: str | No
     return outs[0], lin
 
 
+def _identity_columns(n: int, a: int, b: int) -> np.ndarray:
+    """Columns ``a:b`` of the n×n identity: one chunk of an identity frame."""
+    E = np.zeros((n, b - a))
+    E[np.arange(a, b), np.arange(b - a)] = 1.0
+    return E
+
+
 def _chunks(n: int, rows: int) -> list[tuple[int, int]]:
     width = int(max(1, min(n, _FRAME_BUDGET // max(rows, 1))))
     return [(i, min(n, i + width)) for i in range(0, n, width)]
@@ -328,14 +335,12 @@ def jacobian(f: Callable, *, engine: str | None = None) -> Callable:
         out = np.empty((m, n))
         if n <= m:
             for a, b in _chunks(n, max(n, m)):
-                E = np.zeros((n, b - a))
-                E[np.arange(a, b), np.arange(b - a)] = 1.0
+                E = _identity_columns(n, a, b)
                 _, t = jvp(f, x_, E.reshape(x_.shape + (b - a,)), args_, engine=engine)
                 out[:, a:b] = t.reshape(m, b - a)
         else:
             for a, b in _chunks(m, max(n, m)):
-                E = np.zeros((m, b - a))
-                E[np.arange(a, b), np.arange(b - a)] = 1.0
+                E = _identity_columns(m, a, b)
                 _, ct = vjp(f, x_, E.reshape(y_shape + (b - a,)), args_, engine=engine)
                 out[a:b, :] = ct.reshape(n, b - a).T
         return out.reshape(y_shape + x_.shape)
@@ -366,8 +371,7 @@ def hessian(f: Callable, *, engine: str | None = None) -> Callable:
         n = x_.size
         out = np.empty((n, n))
         for a, b in _chunks(n, n):
-            E = np.zeros((n, b - a))
-            E[np.arange(a, b), np.arange(b - a)] = 1.0
+            E = _identity_columns(n, a, b)
             out[:, a:b] = hvp(f, x_, E.reshape(x_.shape + (b - a,)), args, engine=engine).reshape(n, b - a)
         return out.reshape(x_.shape + x_.shape)
 

@@ -175,8 +175,7 @@ class Objective:
         out = np.empty((n, n))
         lin = self.linearize_hessp(x)
         for a, b in api._chunks(n, n):
-            E = np.zeros((n, b - a))
-            E[np.arange(a, b), np.arange(b - a)] = 1.0
+            E = api._identity_columns(n, a, b)
             out[:, a:b] = lin(E.reshape(x.shape + (b - a,))).reshape(n, b - a)
         return out.reshape(x.shape + x.shape)
 
