@@ -339,16 +339,7 @@ class Generator:
             lines.append(f"ig = {self._flat(idx)}")
         if not self.is_scalar(out):
             lines.append(f"og = b{out}.reshape(({A}, {m}, {B}))")
-        lines += [f"for e0 in range({A}):",
-                  f"    for e1 in range({m}):",
-                  f"        j = {ix}",
-                  "        if j < 0:",
-                  f"            j += {n}",
-                  f"        if j < 0 or j >= {n}:",
-                  "            raise IndexError(\"gather: index out of range\")",
-                  f"        for e2 in range({B}):",
-                  f"            {dst} = xg[e0, j, e2]"]
-        return lines
+        return lines + _indexed_loops(A, m, B, ix, n, "gather", f"{dst} = xg[e0, j, e2]")
 
     def scatter_add(self, step: Step) -> list[str]:
         y, idx = step.inputs
@@ -365,16 +356,7 @@ class Generator:
             lines.append(f"yg = b{y}.reshape(({A}, {m}, {B}))")
         if not self.is_scalar(idx):
             lines.append(f"ig = {self._flat(idx)}")
-        lines += [f"for e0 in range({A}):",
-                  f"    for e1 in range({m}):",
-                  f"        j = {ix}",
-                  "        if j < 0:",
-                  f"            j += {n}",
-                  f"        if j < 0 or j >= {n}:",
-                  "            raise IndexError(\"scatter_add: index out of range\")",
-                  f"        for e2 in range({B}):",
-                  f"            og[e0, j, e2] += {src}"]
-        return lines
+        return lines + _indexed_loops(A, m, B, ix, n, "scatter_add", f"og[e0, j, e2] += {src}")
 
     def cumsum(self, step: Step) -> list[str]:
         (x,), out = step.inputs, step.output
@@ -670,3 +652,16 @@ def generate(plan: Plan) -> Kernel:
 
 
 __all__ = ["FASTMATH", "Kernel", "generate", "describe", "ELEMENTWISE"]
+
+
+def _indexed_loops(A: int, m: int, B: int, ix: str, n: int, what: str, body: str) -> list[str]:
+    """Loops over (outer, index, inner) with the index wrapped and bounds-checked, as np.take."""
+    return [f"for e0 in range({A}):",
+            f"    for e1 in range({m}):",
+            f"        j = {ix}",
+            "        if j < 0:",
+            f"            j += {n}",
+            f"        if j < 0 or j >= {n}:",
+            f"            raise IndexError(\"{what}: index out of range\")",
+            f"        for e2 in range({B}):",
+            f"            {body}"]
