@@ -26,16 +26,33 @@ from . import api
 from .ad import transforms as tf
 
 
-class _Point:
-    """A copy of the last point, compared by value."""
+#: Points up to this many bytes are compared by their bytes: one memcmp, ~0.1 µs.
+_SMALL_POINT_BYTES = 1 << 14
+_FLOAT64 = np.dtype(np.float64)
 
-    __slots__ = ("x",)
+
+class _Point:
+    """The last point, compared by value (scipy passes copies of ``x``).
+
+    Small points keep only their bytes, so the test is a bytes comparison; larger ones
+    keep a copy compared elementwise, which costs little next to the program run there.
+    """
+
+    __slots__ = ("shape", "key", "x")
 
     def __init__(self, x: np.ndarray):
-        self.x = np.array(x, dtype=np.float64, copy=True)
+        self.shape = x.shape
+        if x.nbytes <= _SMALL_POINT_BYTES:
+            self.key, self.x = x.tobytes(), None
+        else:
+            self.key, self.x = None, x.copy()
 
     def matches(self, x: np.ndarray) -> bool:
-        return self.x.shape == x.shape and np.array_equal(self.x, x)
+        if x.shape != self.shape:
+            return False
+        if self.key is not None:
+            return x.tobytes() == self.key
+        return bool((x == self.x).all())
 
 
 class Objective:
@@ -71,7 +88,7 @@ class Objective:
         self._value = 0.0
         self._grad: np.ndarray | None = None
         self._lin_point: _Point | None = None
-        self._residuals: dict[int | None, tuple] = {}
+        self._linear: dict[int | None, tuple] = {}  # at _lin_point, per frame width
         self._runners: dict[tuple, tuple] = {}
         self._second_order = False  # set once hessp is used: then keep residuals with ∇f
 
@@ -89,54 +106,61 @@ class Objective:
         return self._runners[key]
 
     def _check(self, x: Any) -> np.ndarray:
-        x = np.asarray(x)
-        if x.dtype != np.float64:
+        if x.__class__ is not np.ndarray or x.dtype is not _FLOAT64:
             x = api._as_point(x)
         return x
 
     # ---- value and gradient ------------------------------------------------------------
-    def value_and_grad(self, x: Any) -> tuple[float, np.ndarray]:
-        """``(f(x), ∇f(x))`` from one pass; for ``scipy.optimize.minimize(jac=True)``."""
-        x = self._check(x)
-        if self._vg_point is None or not self._vg_point.matches(x):
-            if self._second_order:
-                # Newton-type use: the pass that gives f and ∇f also keeps the residuals
-                # of the Hessian at x, so hessp there needs no further primal work.
-                self._linearized(x, None)
-            else:
-                run, data = self._compiled(x, "value_and_grad", 0, tf.value_and_grad_program)
-                y, g = run(x, *data)
-                self._store(x, y, g)
-        return self._value, self._grad.copy()
+    def _evaluate(self, x: np.ndarray) -> None:
+        """Make ``self._value`` and ``self._grad`` those at ``x`` (a float64 array)."""
+        if self._vg_point is not None and self._vg_point.matches(x):
+            return
+        if self._second_order:
+            # Newton-type use: the pass that gives f and ∇f also keeps the residuals of
+            # the Hessian at x, so hessp there needs no further primal work.
+            self._linearized(x, None)
+            return
+        run, data = self._compiled(x, "value_and_grad", 0, tf.value_and_grad_program)
+        y, g = run(x, *data)
+        self._store(x, y, g)
 
     def _store(self, x: np.ndarray, y: Any, g: np.ndarray) -> None:
         self.nfev += 1
         self.njev += 1
         self._vg_point = _Point(x)
         self._value = float(y)
-        self._grad = np.asarray(g)
+        self._grad = g  # a fresh array from the runner; handed out as copies
+
+    def value_and_grad(self, x: Any) -> tuple[float, np.ndarray]:
+        """``(f(x), ∇f(x))`` from one pass; for ``scipy.optimize.minimize(jac=True)``."""
+        self._evaluate(self._check(x))
+        return self._value, self._grad.copy()
 
     def fun(self, x: Any) -> float:
         """``f(x)``; the gradient at ``x`` is computed in the same pass and kept."""
-        return self.value_and_grad(x)[0]
+        self._evaluate(self._check(x))
+        return self._value
 
     def jac(self, x: Any) -> np.ndarray:
         """``∇f(x)``, shaped like ``x``; free after ``fun`` at the same ``x``."""
-        return self.value_and_grad(x)[1]
+        self._evaluate(self._check(x))
+        return self._grad.copy()
 
     # ---- second order --------------------------------------------------------------------
-    def _linearized(self, x: np.ndarray, k: int | None):
-        (residual_run, linear_run), data = self._compiled(
-            x, "linearized_hvp", k, lambda program: tf.linearized_hvp(program, k))
+    def _linearized(self, x: np.ndarray, k: int | None) -> tuple[Callable, tuple]:
+        """``(linear runner, residuals at x)`` for frames of width k (None: one vector)."""
         if self._lin_point is None or not self._lin_point.matches(x):
             self._lin_point = _Point(x)
-            self._residuals = {}
-        if k not in self._residuals:
+            self._linear = {}
+        linear = self._linear.get(k)
+        if linear is None:
+            (residual_run, linear_run), data = self._compiled(
+                x, "linearized_hvp", k, lambda program: tf.linearized_hvp(program, k))
             y, g, *res = residual_run(x, *data)
-            self._residuals[k] = tuple(res)
+            linear = self._linear[k] = (linear_run, tuple(res))
             if self._vg_point is None or not self._vg_point.matches(x):
                 self._store(x, y, g)
-        return linear_run, self._residuals[k]
+        return linear
 
     def linearize_hessp(self, x: Any) -> Callable[[np.ndarray], np.ndarray]:
         """The linear map ``V -> H V`` at ``x``, with the residuals at ``x`` computed once.
@@ -152,7 +176,7 @@ class Objective:
             if k not in linear:
                 linear[k] = self._linearized(x, k)
             linear_run, residuals = linear[k]
-            (hv,) = linear_run(*residuals, np.ascontiguousarray(V, dtype=np.float64))
+            (hv,) = linear_run(*residuals, V)
             self.nhev += 1 if k is None else k
             return hv
 
@@ -162,9 +186,12 @@ class Objective:
         """``H(x) p`` for a vector ``p`` (shape of ``x``) or a frame ``P`` (``x.shape + (k,)``)."""
         x = self._check(x)
         self._second_order = True
-        V, k = api._frame(p, x.shape, "p")
+        if p.__class__ is np.ndarray and p.shape == x.shape and p.dtype is _FLOAT64:
+            k = None  # the solvers' case: one direction, checked without _frame
+        else:
+            p, k = api._frame(p, x.shape, "p")
         linear_run, residuals = self._linearized(x, k)  # one value comparison of x
-        (hv,) = linear_run(*residuals, np.ascontiguousarray(V, dtype=np.float64))
+        (hv,) = linear_run(*residuals, p)
         self.nhev += 1 if k is None else k
         return hv
 

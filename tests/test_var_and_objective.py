@@ -100,7 +100,7 @@ def test_objective_hessp_reuses_one_linearisation():
     original = obj._linearized
 
     def spy(x_, k):
-        calls.append(obj._lin_point is None or not obj._lin_point.matches(x_) or k not in obj._residuals)
+        calls.append(obj._lin_point is None or not obj._lin_point.matches(x_) or k not in obj._linear)
         return original(x_, k)
 
     obj._linearized = spy
@@ -163,3 +163,22 @@ def test_newton_use_pays_one_pass_per_point():
     assert_close(obj.hessp(y, np.eye(3)), H, 1e-12, 1e-12)
     assert_close(obj.jac(y), scipy.optimize.rosen_der(y), 1e-13, 1e-13)
     assert obj.nfev == n_before  # neither hessp nor jac at y recomputed anything primal
+
+
+@pytest.mark.parametrize("n", [4, 5000])  # bytes-compared and elementwise-compared points
+def test_objective_cache_survives_mutation_of_inputs_and_results(n):
+    obj = nad.Objective(rosen)
+    x = np.linspace(-1.0, 1.5, n)
+    expected_g = scipy.optimize.rosen_der(x)
+    g = obj.jac(x)
+    g[:] = 0.0  # the caller owns what it got
+    assert_close(obj.jac(x), expected_g, 1e-12, 1e-12)
+    x[0] += 0.25  # scipy may update x in place: the cache must see a new point
+    assert_close(obj.jac(x), scipy.optimize.rosen_der(x), 1e-12, 1e-12)
+    assert obj.njev == 2
+    p = np.ones(n)
+    hp = obj.hessp(x, p)
+    hp[:] = 0.0
+    assert_close(obj.hessp(x, p), scipy.optimize.rosen_hess_prod(x, p), 1e-12, 1e-12)
+    assert obj.fun(x) == pytest.approx(scipy.optimize.rosen(x), rel=1e-13)
+    assert obj.nfev == 2
