@@ -311,10 +311,10 @@ def autograd_system():
         vg = autograd.value_and_grad(f)
         ops = {"f": lambda: f(x, *args), "vg": lambda: vg(x, *args)}
         results = {"vg": lambda: list(vg(x, *args))}
-        hvp1 = autograd.hessian_vector_product(f)
+        hvp1 = autograd.hessian_vector_product(f)  # hvp1(x, *args, v): the vector comes last
 
         def hvp(k, V):
-            return lambda: np.stack([hvp1(x, V[..., c], *args) for c in range(k)], axis=-1)
+            return lambda: np.stack([hvp1(x, *args, V[..., c]) for c in range(k)], axis=-1)
 
         return ops, hvp, None, results, {}
 
