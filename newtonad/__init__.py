@@ -3,17 +3,42 @@
 Write an objective in plain NumPy; newtonad traces it into a program, derives its
 gradient and Hessian-vector-product programs by transformation, and feeds them to
 Newton solvers or to ``scipy.optimize``.
+
+``import newtonad`` loads only the AD core. ``minimize`` (which needs scipy) and the
+``problems`` catalogue are imported on first use (PEP 562 module ``__getattr__``), so
+a program that only differentiates starts without them.
 """
+
+from importlib import import_module
 
 from . import numpy
 from .ad.program import Program
 from .ad.trace import TracerBoolError, Var
 from .api import grad, hessian, hvp, jacobian, jvp, linearize, trace, value_and_grad, vjp
 from .objective import Objective
-from .solvers import minimize
-from . import problems
 
 __version__ = "0.1.0"
+
+# public name -> (module, attribute or None for the module itself), imported on first use
+_LAZY = {"minimize": ("newtonad.solvers", "minimize"),
+         "problems": ("newtonad.problems", None)}
+
+
+def __getattr__(name: str):
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'newtonad' has no attribute {name!r}") from None
+    value = import_module(module)
+    if attr is not None:
+        value = getattr(value, attr)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = ["Objective", "Program", "TracerBoolError", "Var", "grad", "hessian", "hvp",
            "jacobian", "jvp", "linearize", "minimize", "numpy", "problems", "trace",
