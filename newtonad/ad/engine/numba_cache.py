@@ -13,6 +13,16 @@ to a temporary name and renamed into place (``os.replace``), so a reader sees ei
 nothing or a whole file and two processes may compile the same program at once. A
 source file that does not match is rewritten; numba recompiles an index whose source
 stamp does not match; a corrupt numba entry is deleted and compiled again.
+
+Beside the kernels the cache keeps each program's *metadata*
+(``newtonad_meta_<digest>.meta.npz``: the kernel's module name, calling convention,
+constant arrays and arena sizes), named by a digest of the whole program (constants to
+the last bit, :func:`program_digest`), the environment above and the engine's own
+source files, so metadata written by other engine code is never read. A warm start
+reads it instead of planning and generating the kernel again. It is checked before
+use — the archive's CRCs, its format, its specs against the program's, and the kernel
+source against the digest in its module name — and anything that does not match is
+treated as absent: the kernel is lowered and compiled again, never loaded wrong.
 """
 
 from __future__ import annotations
@@ -20,12 +30,19 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import json
 import os
 import platform
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from ..program import ArrayConst, Program
 
 ENV_VAR = "NEWTONAD_CACHE_DIR"
 CODEGEN_VERSION = "1"  # bump when generated code changes meaning
@@ -51,18 +68,25 @@ def environment_tag() -> str:
     import numpy
     from llvmlite import binding
 
-    try:
-        from importlib.metadata import version
+    from ... import __version__ as nad_version  # (importlib.metadata would cost ~10 ms)
 
-        nad_version = version("newtonad")
-    except Exception:  # pragma: no cover - not installed
-        nad_version = "unknown"
     try:
         cpu = binding.get_host_cpu_name() + ":" + binding.get_host_cpu_features().flatten()
     except Exception:  # pragma: no cover
         cpu = platform.machine()
     return "|".join([CODEGEN_VERSION, numba.__version__, numpy.__version__, nad_version,
                      platform.python_version(), cpu])
+
+
+@functools.lru_cache(maxsize=1)
+def engine_fingerprint() -> str:
+    """A digest of the engine's source files: a metadata entry written by other engine
+    code (planning, code generation, this cache) is never read as current."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(CODEGEN_VERSION.encode())
+    for f in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def module_name(source: str, program_key: str) -> str:
@@ -115,16 +139,20 @@ def import_module(name: str, path: Path) -> ModuleType:
     return module
 
 
-def purge(name: str, path: Path) -> None:
-    """Delete numba's cache files of one module (after a corrupt entry)."""
-    pycache = path.parent / "__pycache__"
-    if pycache.is_dir():
-        for f in pycache.iterdir():
-            if f.name.startswith(name + "."):
-                try:
-                    f.unlink()
-                except OSError:
-                    pass
+def purge(name: str, path: Path, numba_dir: str | os.PathLike | None = None) -> None:
+    """Delete numba's cache files of one module (after a corrupt entry).
+
+    They are in ``__pycache__`` beside the source, or in ``numba_dir`` (the
+    dispatcher's cache path, elsewhere when ``NUMBA_CACHE_DIR`` is set).
+    """
+    for pycache in {path.parent / "__pycache__", *([Path(numba_dir)] if numba_dir else [])}:
+        if pycache.is_dir():
+            for f in pycache.iterdir():
+                if f.name.startswith(name + "."):
+                    try:
+                        f.unlink()
+                    except OSError:
+                        pass
     sys.modules.pop(name, None)
 
 
@@ -132,3 +160,128 @@ def cached_files(name: str, path: Path) -> list[Path]:
     """numba's index and data files of one module (for tests and tools)."""
     pycache = path.parent / "__pycache__"
     return sorted(f for f in pycache.glob(name + ".*") if f.suffix in (".nbi", ".nbc"))
+
+
+# ---- kernel metadata -------------------------------------------------------------------------
+
+META_FORMAT = 1
+KERNEL_DTYPES = ("float64", "int64", "bool")  # of kernel arguments, constants and arenas
+Spec = tuple[tuple[int, ...], str]  # (shape, dtype name)
+
+
+@dataclass
+class CachedKernel:
+    """A kernel as read back from the cache: what a runner needs, without lowering.
+
+    It has the fields of :class:`.numba_codegen.Kernel` the engine uses.
+    """
+
+    source: str
+    in_specs: list[Spec]
+    out_specs: list[Spec]
+    consts: list[np.ndarray]
+    arenas: list[tuple[str, int]] = field(default_factory=list)  # (dtype, length)
+
+
+def _feed(h: "hashlib._Hash", value: Any) -> None:
+    if isinstance(value, ArrayConst):  # its repr shows only a few digits: hash all the bytes
+        h.update(b"A" + value._digest.encode())
+    elif isinstance(value, (tuple, list)):
+        h.update(b"(")
+        for v in value:
+            _feed(h, v)
+        h.update(b")")
+    else:
+        h.update(repr(value).encode())
+    h.update(b",")
+
+
+def program_digest(program: Program) -> str:
+    """A digest of everything in ``program``, constants to the last bit.
+
+    ``Program.key`` names kernel modules, and is enough there because the module name
+    also covers the generated source; constant arrays, though, are passed to a kernel
+    at run time and show in ``Program.key`` only as printed (eight digits). The
+    metadata holds those constants, so it is keyed by this digest instead.
+    """
+    h = hashlib.blake2b(program.key.encode(), digest_size=16)
+    for step in program.steps:
+        _feed(h, step.params)
+    return h.hexdigest()
+
+
+def meta_path(program: Program) -> Path:
+    """Where the metadata of ``program``'s kernel lives (for this environment and engine)."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in (environment_tag(), engine_fingerprint(), program_digest(program)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return cache_dir() / "kernels" / f"newtonad_meta_{h.hexdigest()}.meta.npz"
+
+
+def _specs(specs: Any) -> list[Spec]:
+    return [(tuple(int(d) for d in shape), str(dtype)) for shape, dtype in specs]
+
+
+def _slot_specs(slots: Any) -> list[Spec]:
+    return _specs((s.shape, s.dtype) for s in slots)
+
+
+def write_meta(program: Program, name: str, kernel: Any) -> None:
+    """Record the metadata of ``program``'s ``kernel`` (module ``name``); best effort:
+    an I/O error leaves the cache without it, and the next process lowers again."""
+    header = {"format": META_FORMAT, "module": name,
+              "in_specs": _specs(kernel.in_specs), "out_specs": _specs(kernel.out_specs),
+              "arenas": [[str(d), int(n)] for d, n in kernel.arenas],
+              "n_consts": len(kernel.consts)}
+    try:
+        path = meta_path(program)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, meta=np.array(json.dumps(header)),
+                         **{f"c{n}": np.asarray(c) for n, c in enumerate(kernel.consts)})
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError:
+        pass
+
+
+def read_meta(program: Program) -> tuple[str, Path, CachedKernel] | None:
+    """The cached kernel of ``program`` as ``(module name, source path, kernel)``.
+
+    ``None`` when there is none, or when anything about it is off: unreadable or
+    malformed metadata (the archive's checksums catch damaged bytes), specs other than
+    the program's, a missing source file or one whose digest is not its module name.
+    """
+    in_specs, out_specs = _slot_specs(program.in_slots), _slot_specs(program.out_slots)
+    try:
+        path = meta_path(program)
+        with np.load(path, allow_pickle=False) as data:
+            header = json.loads(str(data["meta"]))
+            if header.get("format") != META_FORMAT:
+                return None
+            consts = [np.require(data[f"c{n}"], requirements="C")  # (keeps 0-d arrays 0-d)
+                      for n in range(int(header["n_consts"]))]
+        name = str(header["module"])
+        if not (name.startswith("newtonad_kernel_") and name.isidentifier()):
+            return None
+        if _specs(header["in_specs"]) != in_specs or _specs(header["out_specs"]) != out_specs:
+            return None
+        arenas = [(str(d), int(n)) for d, n in header["arenas"]]
+        if (any(d not in KERNEL_DTYPES or n < 0 for d, n in arenas)
+                or any(c.dtype.name not in KERNEL_DTYPES for c in consts)):
+            return None
+        source_path = path.parent / f"{name}.py"
+        source = source_path.read_text(encoding="utf-8")
+        if module_name(source, program.key) != name:
+            return None
+    except Exception:  # missing, truncated, garbage, wrong types: all mean "not cached"
+        return None
+    return name, source_path, CachedKernel(source, in_specs, out_specs, consts, arenas)

@@ -17,21 +17,29 @@ keep them can avoid the allocation:
 
 Runners are not thread-safe (they share their arenas). A program with a primitive
 this engine does not lower runs on the NumPy engine, with one warning per primitive.
+
+A warm start is kept short: when the disk cache holds the program's kernel and its
+metadata, the program is not planned or lowered again (the planner and code generator
+are not even imported), and the kernel's machine code is loaded for its one signature
+without numba's first-compile set-up (see :func:`load_overload`).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import warnings
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..program import Program
+from . import numba_cache as cache
 from . import numpy_eval, register
-from .numba_codegen import Kernel, generate
-from .numba_plan import Unsupported, make_plan
+
+if TYPE_CHECKING:  # the planner and code generator are imported only to lower a program
+    from .numba_codegen import Kernel
 
 _DTYPES = {"float64": np.dtype(np.float64), "int64": np.dtype(np.int64), "bool": np.dtype(np.bool_)}
 
@@ -53,6 +61,9 @@ def _fallback(program: Program, reason: str) -> Callable[..., tuple]:
 
 def lower(program: Program) -> Kernel:
     """Plan and generate the kernel of ``program`` (no compilation)."""
+    from .numba_codegen import generate
+    from .numba_plan import make_plan
+
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20000))  # fused chains are walked recursively
     try:
@@ -79,28 +90,82 @@ def _numba_signature(kernel: Kernel, arena_sizes: list[tuple[str, int]]):
                  + [arr((n,), d) for d, n in arena_sizes])
 
 
-def load(kernel: Kernel, program_key: str):
+#: numba versions whose cache loading :func:`load_overload` reproduces (checked by the tests).
+FAST_LOAD_NUMBA = ("0.68",)
+#: Set to 0 to always load through ``dispatcher.compile`` (numba's public path).
+FAST_LOAD_ENV = "NEWTONAD_NUMBA_FAST_LOAD"
+
+
+def load_overload(dispatcher, sig) -> Any | None:
+    """Load ``sig``'s compiled code from numba's disk cache into ``dispatcher``.
+
+    ``dispatcher.compile(sig)`` does the same, but first refreshes numba's typing and
+    target contexts: it imports and installs every typing and lowering registry numba
+    has, about 0.4 s in a fresh process, which compiling needs and loading machine code
+    does not (a cached overload is rebuilt from object code; it only needs numba's
+    runtime, NRT, initialised). This is the body of ``Dispatcher.compile`` for a cache
+    hit without that refresh, so the dispatcher afterwards holds the overload and counts
+    the hit exactly as after ``compile``. Any later compilation refreshes the contexts
+    itself.
+
+    Returns the compile result, or ``None`` when there is no cached entry or this numba
+    is not one whose internals this follows (the caller then uses ``compile``).
+    Raises what numba raises on a corrupt entry.
+    """
+    import numba
+
+    if (os.environ.get(FAST_LOAD_ENV, "1") == "0"
+            or ".".join(numba.__version__.split(".")[:2]) not in FAST_LOAD_NUMBA):
+        return None
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.runtime import nrt
+
+        disk = dispatcher._cache
+        targetctx = dispatcher.targetctx
+        disk_load = disk._load_overload
+    except (ImportError, AttributeError):
+        return None
+    with global_compiler_lock:
+        existing = dispatcher.overloads.get(tuple(sig))
+        if existing is not None:
+            return existing
+        nrt.rtsys.initialize(targetctx)
+        cres = disk_load(sig, targetctx)
+        if cres is None or cres.objectmode:
+            return None
+        dispatcher._cache_hits[sig] += 1
+        targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+        dispatcher.add_overload(cres)
+        return cres
+
+
+def load(kernel: Kernel, program_key: str, name_path: tuple[str, Any] | None = None):
     """Compile ``kernel`` (or load it from the disk cache).
 
     Returns the fastest callable of the compiled kernel, its numba dispatcher (whose
     ``stats`` tell cache hits from misses) and the path of its source file.
+    ``name_path`` is the module name and path of a source file already known to hold
+    ``kernel.source`` (from the cache's metadata); otherwise the source is written.
     """
-    from . import numba_cache as cache
-
-    name, path = cache.ensure_source(kernel.source, program_key)
+    name, path = name_path or cache.ensure_source(kernel.source, program_key)
     sig = _numba_signature(kernel, kernel.arenas)
     for attempt in range(2):
+        dispatcher = None
         try:
             module = cache.import_module(name, path)
             dispatcher = module.kernel
-            dispatcher.compile(sig)
-            overload = dispatcher.overloads[sig]
+            overload = load_overload(dispatcher, sig)
+            if overload is None:
+                dispatcher.compile(sig)
+                overload = dispatcher.overloads[sig]
             return getattr(overload, "entry_point", None) or dispatcher, dispatcher, path
         except Exception:
             if attempt:
                 raise
             # a corrupt cache entry: drop it (and the source) and compile afresh
-            cache.purge(name, path)
+            numba_dir = getattr(getattr(dispatcher, "_cache", None), "cache_path", None)
+            cache.purge(name, path, numba_dir)
             name, path = cache.ensure_source(kernel.source, program_key)
     raise AssertionError("unreachable")
 
@@ -182,6 +247,22 @@ def make_runner(fn: Callable, kernel: Kernel) -> Callable[..., tuple]:
     return run
 
 
+def _load_cached(program: Program, program_key: str) -> Callable[..., tuple] | None:
+    """The runner of ``program`` from the cache's metadata, without lowering; ``None`` if
+    there is no usable entry (the caller then lowers and compiles, repairing it)."""
+    found = cache.read_meta(program)
+    if found is None:
+        return None
+    name, path, kernel = found
+    try:
+        fn, dispatcher, path = load(kernel, program_key, (name, path))
+        run = make_runner(fn, kernel)
+    except Exception:
+        return None
+    run.dispatcher, run.path = dispatcher, path
+    return run
+
+
 @functools.lru_cache(maxsize=256)
 def compile_program(program: Program) -> Callable[..., tuple]:
     """Return ``run(*inputs, out=None) -> tuple of outputs`` for ``program``.
@@ -189,6 +270,12 @@ def compile_program(program: Program) -> Callable[..., tuple]:
     See the module docstring for the output-buffer contract (``out=`` and
     ``run.reuse_outputs``).
     """
+    key = program.key
+    run = _load_cached(program, key)
+    if run is not None:
+        return run
+    from .numba_plan import Unsupported
+
     try:
         kernel = lower(program)
     except Unsupported as e:
@@ -196,9 +283,10 @@ def compile_program(program: Program) -> Callable[..., tuple]:
     except RecursionError:
         return _fallback(program, "the program is too deep to lower")
     try:
-        fn, dispatcher, path = load(kernel, program.key)
+        fn, dispatcher, path = load(kernel, key)
     except Exception as e:  # a numba failure must not take the user's program down
         return _fallback(program, f"compilation failed ({type(e).__name__}: {e})")
+    cache.write_meta(program, path.stem, kernel)
     run = make_runner(fn, kernel)
     run.dispatcher, run.path = dispatcher, path
     return run
