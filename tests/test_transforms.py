@@ -1,5 +1,5 @@
 """Transforms on random programs, partial evaluation, fan-out accumulation, the seeds'
-examples, and simplification."""
+examples, simplification, and rematerialisation in the linearised HVP."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 import newtonad as nad
+from newtonad.ad import remat
 from newtonad.ad import transforms as tf
 from newtonad.ad.engine.numpy_eval import evaluate
 
-from .helpers import assert_close, check_hvp, check_jvp, check_vjp_vs_jvp
+from .helpers import assert_close, central_jvp, check_hvp, check_jvp, check_vjp_vs_jvp
 
 # ---- random programs composed from primitives ----------------------------------------------
 
@@ -196,3 +197,197 @@ def test_chains_of_known_scalings_fold_into_one_residual():
     _, lin = nad.linearize(f, POINT)
     V = np.random.default_rng(3).standard_normal((4, 2))
     assert_close(lin(V), (-3.0 * np.exp(POINT) / c)[:, None] * V, 1e-14, 1e-14)
+
+
+# ---- rematerialisation (linearized_hvp) ---------------------------------------------------------
+
+def _rosen(x):
+    return np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def _surface(u, h):
+    return np.sum(np.sqrt(1 + ((u[1:, :-1] - u[:-1, :-1]) * h) ** 2
+                          + ((u[:-1, 1:] - u[:-1, :-1]) * h) ** 2))
+
+
+def _logistic(w, X, y, lam):
+    return np.sum(np.logaddexp(0, -y * (X @ w))) + 0.5 * lam * (w @ w)
+
+
+def _scaled(x, a, b, c):  # the product of the data is worth storing, not a, b and c
+    return np.sum(a * b * c * x ** 2) + np.sum(np.cos(x))
+
+
+def _mixed(x):  # reductions and a transcendental: barriers and expensive values
+    return np.sum(np.exp(x)) + np.sum(x) ** 2 * np.sum(x * x) + np.sum(np.tanh(x[1:] * x[:-1]))
+
+
+def _remat_cases():
+    r = np.random.default_rng(7)
+    X = r.standard_normal((9, 4)) / 2
+    return {
+        "rosen": (_rosen, r.uniform(-1, 1, 7), ()),
+        "surface": (_surface, r.standard_normal((17, 16)) * 0.3, (np.array(0.7),)),
+        "logistic": (_logistic, r.standard_normal(4) * 0.3, (X, np.sign(r.standard_normal(9)),
+                                                           np.array(1e-2))),
+        "scaled": (_scaled, r.standard_normal(5), tuple(r.standard_normal((3, 5)))),
+        "mixed": (_mixed, r.standard_normal(6) * 0.5, ()),
+    }
+
+
+REMAT_CASES = _remat_cases()
+
+
+def _split(program, k, use_remat=True):
+    """linearized_hvp, or the same split without rematerialisation (every read stored)."""
+    if use_remat:
+        return tf.linearized_hvp(program, k)
+    known = [True] * len(program.inputs) + [False]
+    jp = tf.jvp_program(tf.value_and_grad_program(program), k)
+    jp = tf.select_outputs(tf.fold_scalings(jp, known), [0, 1, 3])
+    primal, linear = tf.partial_eval(jp, known, 2)
+    return tf.simplify(primal), tf.simplify(linear)
+
+
+def _linear_map(f, x, args, k):
+    """``(V -> H V, residuals, residual program, linear program)`` from linearized_hvp."""
+    program = nad.trace(f, x, *args)
+    residual, linear = tf.linearized_hvp(program, k)
+    y, g, *res = evaluate(residual, x, *args)
+    assert len(res) == len(linear.inputs) - 1
+    return (lambda V: evaluate(linear, *res, V)[0]), res, residual, linear
+
+
+@pytest.mark.parametrize("k", [None, 1, 3])
+@pytest.mark.parametrize("name", sorted(REMAT_CASES))
+def test_remat_linear_program_agrees_with_hvp_program(name, k):
+    f, x, args = REMAT_CASES[name]
+    program = nad.trace(f, x, *args)
+    V = np.random.default_rng(1).standard_normal(x.shape + (() if k is None else (k,)))
+    apply, _, residual, _ = _linear_map(f, x, args, k)
+    y, g = evaluate(tf.value_and_grad_program(program), x, *args)
+    y2, g2 = evaluate(residual, x, *args)[:2]
+    assert_close(y2, y, 1e-14, 1e-14)
+    assert_close(g2, g, 1e-14, 1e-14)
+    _, HV = evaluate(tf.hvp_program(program, k), x, *args, V)
+    assert_close(apply(V), HV, 1e-12, 1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(REMAT_CASES))
+def test_remat_hvp_matches_differences_of_the_gradient(name):
+    f, x, args = REMAT_CASES[name]
+    apply, *_ = _linear_map(f, x, args, 2)
+    V = np.random.default_rng(2).standard_normal(x.shape + (2,))
+    HV = apply(V)
+    g = nad.grad(f)
+    for j in range(2):
+        assert_close(HV[..., j], central_jvp(g, x, V[..., j], args, eps=1e-5), 1e-5, 1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(REMAT_CASES))
+def test_remat_linear_program_is_linear_and_symmetric(name):
+    f, x, args = REMAT_CASES[name]
+    apply, res, _, linear = _linear_map(f, x, args, 1)
+    rng = np.random.default_rng(3)
+    U, W = rng.standard_normal((2,) + x.shape + (1,))
+    assert_close(apply(2.0 * U - 0.5 * W), 2.0 * apply(U) - 0.5 * apply(W), 1e-12, 1e-12)
+    assert np.isclose(np.sum(U * apply(W)), np.sum(W * apply(U)), rtol=1e-12, atol=1e-12)
+    # structurally linear: it transposes, and the transpose is H itself (H symmetric)
+    pullback = tf.transpose_program(linear, [False] * len(res) + [True])
+    (HtU,) = evaluate(pullback, *res, U)
+    assert_close(HtU, apply(U), 1e-12, 1e-12)
+
+
+def test_remat_residual_counts():
+    def counts(name):
+        f, x, args = REMAT_CASES[name]
+        program = nad.trace(f, x, *args)
+        return [len(_split(program, 1, r)[1].inputs) - 1 for r in (False, True)]
+
+    assert counts("rosen") == [3, 1]          # x only: everything else is cheap arithmetic of x
+    before, after = counts("surface")
+    assert (before, after) == (8, 4)           # x, h and two values made by sqrt / division
+    # (on a much smaller grid x is large next to its slices, and slices are stored instead)
+    before, after = counts("logistic")
+    assert after == before                     # exp stays stored: recomputing it costs more
+    before, after = counts("scaled")
+    assert after <= before and after == 2      # 2abc and -cos(x), never a, b, c apart
+
+
+def test_remat_stores_x_itself_as_a_residual():
+    f, x, args = REMAT_CASES["rosen"]
+    _, res, residual, linear = _linear_map(f, x, args, 1)
+    assert len(res) == 1 and linear.in_slots[0].shape == x.shape
+    assert_close(res[0], x, 0, 0)
+    # the linear program does the elementwise work itself: no residual but x is read
+    assert {"square", "sub"} <= {s.primitive.name for s in linear.steps}
+
+
+def test_remat_keeps_barriers_and_transcendentals_stored():
+    for name, (f, x, args) in REMAT_CASES.items():
+        _, res, _, linear = _linear_map(f, x, args, 2)
+        lin = {linear.inputs[-1]}
+        for step in linear.steps:
+            if any(i in lin for i in step.inputs):
+                lin.add(step.output)
+            elif step.primitive.name != "const":  # recomputed from residuals: cheap only
+                cost = remat.recompute_cost(linear, step)
+                assert cost is not None and remat.WEIGHTS[step.primitive.name] <= 8, (name, step)
+
+
+def test_remat_is_deterministic():
+    f, x, args = REMAT_CASES["surface"]
+    a = tf.linearized_hvp(nad.trace(f, x, *args), 2)
+    b = tf.linearized_hvp(nad.trace(f, x, *args), 2)
+    assert a == b and a[1].key == b[1].key
+
+
+def _remat_choice(program, k):
+    """The jvp-of-gradient program linearized_hvp splits, its kinds, needed slots, choice."""
+    known = [True] * len(program.inputs) + [False]
+    jp = tf.jvp_program(tf.value_and_grad_program(program), k)
+    jp = tf.select_outputs(tf.fold_scalings(jp, known), [0, 1, 3])
+    kind = remat.slot_kinds(jp, known)
+    needed = {i for s in jp.steps if kind[s.output] == "unknown" for i in s.inputs
+              if kind[i] == "known"} | {i for i in jp.outputs[2:] if kind[i] == "known"}
+    stored, recomputed = remat.choose(jp, kind, needed)
+    return jp, kind, needed, stored, recomputed
+
+
+def _check_choice(jp, kind, needed, stored, recomputed):
+    producer = {s.output: s for s in jp.steps}
+    assert needed <= set(stored) | recomputed
+    assert not set(stored) & recomputed
+    for i in recomputed:  # a recomputed value is cheap and computed from available values
+        step = producer[i]
+        assert remat.recompute_cost(jp, step) is not None
+        assert all(kind[j] == "const" or j in stored or j in recomputed for j in step.inputs)
+    assert remat.cost(jp, stored, recomputed) <= remat.cost(jp, needed, ())
+
+
+@pytest.mark.parametrize("name", sorted(REMAT_CASES))
+def test_remat_choice_is_closed_and_never_costs_more(name):
+    f, x, args = REMAT_CASES[name]
+    _check_choice(*_remat_choice(nad.trace(f, x, *args), 2))
+
+
+@settings(max_examples=25, deadline=None)
+@given(programs())
+def test_random_programs_remat_choice_and_linear_program(f):
+    w = np.array([0.5, -1.0, 2.0, 0.25])
+    g = lambda x: np.sum(w * f(x))
+    program = nad.trace(g, POINT)
+    _check_choice(*_remat_choice(program, 2))
+    V = np.random.default_rng(5).standard_normal((4, 2))
+    apply, *_ = _linear_map(g, POINT, (), 2)
+    _, HV = evaluate(tf.hvp_program(program, 2), POINT, V)
+    assert_close(apply(V), HV, 1e-11, 1e-11)
+
+
+def test_min_cut_on_a_small_graph():
+    """s→a (3), s→b (2), a→b (1), a→t (2), b→t (3): max flow 5, both source edges cut."""
+    graph = remat._Flow(4)
+    s, a, b, t = range(4)
+    for u, v, c in [(s, a, 3), (s, b, 2), (a, b, 1), (a, t, 2), (b, t, 3)]:
+        graph.edge(u, v, c)
+    assert graph.source_side(s, t) == {s}

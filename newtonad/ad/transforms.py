@@ -27,6 +27,7 @@ from .primitives.core import UndefPrimal, const_p, tangent_layout, zeros
 from .primitives.elementwise import add_any, div, mul, neg
 from .primitives.structural import broadcast_to, reshape
 from .program import Program, Slot
+from .remat import choose as choose_residuals, slot_kinds
 from .trace import Op, Var, bind, interpret, is_float, new_tracer, to_program
 
 
@@ -98,18 +99,6 @@ def jvp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)) -> P
 
 # ---- partial evaluation --------------------------------------------------------------------
 
-def _kinds(program: Program, known: Sequence[bool]) -> dict[int, str]:
-    """Each slot's kind: "known" (from known inputs), "unknown", or "const" (from none)."""
-    kind: dict[int, str] = {}
-    for i, is_known in zip(program.inputs, known):
-        kind[i] = "known" if is_known else "unknown"
-    for step in program.steps:
-        kinds = {kind[i] for i in step.inputs}
-        kind[step.output] = ("unknown" if "unknown" in kinds else
-                             "known" if "known" in kinds else "const")
-    return kind
-
-
 def fold_scalings(program: Program, known: Sequence[bool]) -> Program:
     """Merge chains of scalings of an unknown value by known factors.
 
@@ -119,7 +108,7 @@ def fold_scalings(program: Program, known: Sequence[bool]) -> Program:
     multiplication per element. An intermediate is folded only when it has no other
     reader (otherwise it is needed anyway).
     """
-    kind = _kinds(program, known)
+    kind = slot_kinds(program, known)
     readers: dict[int, int] = {}
     for step in program.steps:
         for i in step.inputs:
@@ -164,29 +153,34 @@ def fold_scalings(program: Program, known: Sequence[bool]) -> Program:
     return _build(roots, [env[i] for i in program.outputs])
 
 
-def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int
-                 ) -> tuple[Program, Program]:
+def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int,
+                 remat: bool = False) -> tuple[Program, Program]:
     """Split ``program`` by which inputs are known (seed 001).
 
     A step is known when all its inputs are known. Steps that depend on no input at
     all (constants) are recomputed wherever needed instead of being passed along.
+    Without ``remat`` every known value the unknown steps read is a residual; with
+    ``remat`` the residuals are chosen by :func:`.remat.choose` – a few stored values
+    (possibly known inputs such as ``x`` itself) from which the unknown program
+    recomputes the cheap elementwise rest.
 
     Returns ``(known_program, unknown_program)``: the known program takes the known
     inputs and returns the first ``n_known_outputs`` outputs followed by the residuals;
     the unknown program takes the residuals followed by the unknown inputs and returns
     the remaining outputs.
     """
-    kind = _kinds(program, known)
+    kind = slot_kinds(program, known)
     for i in program.outputs[:n_known_outputs]:
         if kind[i] == "unknown":
             raise ValueError("partial_eval: an output asked to be known depends on unknown inputs")
 
-    residuals: list[int] = []
+    needed: list[int] = []
     for step in program.steps:
         if kind[step.output] == "unknown":
-            residuals += [i for i in step.inputs if kind[i] == "known"]
-    residuals += [i for i in program.outputs[n_known_outputs:] if kind[i] == "known"]
-    residuals = list(dict.fromkeys(residuals))
+            needed += [i for i in step.inputs if kind[i] == "known"]
+    needed += [i for i in program.outputs[n_known_outputs:] if kind[i] == "known"]
+    needed = list(dict.fromkeys(needed))
+    residuals, recomputed = choose_residuals(program, kind, needed) if remat else (needed, set())
 
     known_in = [i for i, k in zip(program.inputs, known) if k]
     unknown_in = [i for i, k in zip(program.inputs, known) if not k]
@@ -203,7 +197,7 @@ def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int
     lin_roots = _tracers([program.slots[i] for i in unknown_in])
     env = dict(zip(residuals, res_roots)) | dict(zip(unknown_in, lin_roots))
     for step in program.steps:
-        if kind[step.output] != "known" and step.output not in env:
+        if step.output not in env and (kind[step.output] != "known" or step.output in recomputed):
             env[step.output] = bind(step.primitive, *(env[i] for i in step.inputs), **step.kwargs)
     unknown_program = _build(res_roots + lin_roots,
                              [env[i] for i in program.outputs[n_known_outputs:]])
@@ -330,11 +324,17 @@ def linearized_hvp(program: Program, k: int | None) -> tuple[Program, Program]:
     runs once per x (it is a value-and-gradient pass that also keeps what the
     Hessian needs), then ``(*residuals, V) -> H V`` costs only the linear pass for each
     frame ``V``.
+
+    The residuals are rematerialised (:mod:`.remat`): the linear program loads a few
+    stored values and recomputes the cheap elementwise rest, because a stored array
+    costs a memory stream on every application. A residual may be a known input
+    itself – often ``x`` (or a data argument): the residual program then returns a
+    copy of it, one array copy per point.
     """
     known = [True] * len(program.inputs) + [False]
     jp = jvp_program(value_and_grad_program(program), k)  # f, ∇f, ∇f·V, H V
     jp = select_outputs(fold_scalings(jp, known), [0, 1, 3])
-    primal, linear = partial_eval(jp, known, 2)
+    primal, linear = partial_eval(jp, known, 2, remat=True)
     return simplify(primal), simplify(linear)
 
 
