@@ -114,9 +114,10 @@ class PerCallOverhead:
     def setup(self, system):
         _, _, _, (ops, hvp, _, _, extra) = _build(system, "rosen-2")
         self.vg, self.hvp = ops["vg"], hvp(1, np.ones((2, 1)))
-        self.jac = extra.get("objective jac (per call)", self.vg)
-        self.hessp = extra.get("objective hessp (per call)", self.hvp)
-        for fn in (self.vg, self.hvp, self.jac, self.hessp):
+        self.jac = extra.get("objective jac, new x each call", self.vg)
+        self.hessp = extra.get("objective hessp, new x each call", self.hvp)
+        self.hessp_same_x = extra.get("objective hessp, same x", self.hvp)
+        for fn in (self.vg, self.hvp, self.jac, self.hessp, self.hessp_same_x):
             fn()
 
     def time_value_and_grad(self, system):
@@ -130,6 +131,9 @@ class PerCallOverhead:
 
     def time_objective_hessp(self, system):
         self.hessp()
+
+    def time_objective_hessp_same_x(self, system):
+        self.hessp_same_x()
 
 
 class PeakMemory:
