@@ -9,7 +9,7 @@ arithmetic on values already in registers is nearly free – so trading loads fo
 pays, as long as the flops are cheap (JAX's ``checkpoint`` policies and the min-cut
 partitioner of PyTorch's AOTAutograd make the same trade).
 
-The policy, deterministic and engine-neutral:
+The policy (deterministic; it names no engine, only what a fused loop costs):
 
 * **Recomputable** are the steps a fused loop evaluates per element: elementwise
   arithmetic, comparisons and selects, and the index-only steps (slice, broadcast,
@@ -23,8 +23,12 @@ The policy, deterministic and engine-neutral:
   division and square root, 128 for transcendental functions. The weights were
   measured in a fused numba loop on the development machine: a 2 MB stream costs
   about 0.37 ns per element, ``sqrt`` 0.47 ns, ``exp`` 6.5 ns, ``log`` and ``sin``
-  more. A long chain of cheap steps adds up, so "how long a chain is worth
-  recomputing" is a consequence of the costs, not a separate limit.
+  more. Division and square root are priced above their raw cost because a stencil
+  (slices of one array) makes a fused loop evaluate them once per shifted index: on
+  the 512² minimal surface, recomputing everything from ``x`` alone made the linear
+  pass 0.95× a full HVP, storing the two values made by sqrt and division 0.42–0.58×.
+  A long chain of cheap steps adds up, so "how long a chain is worth recomputing" is
+  a consequence of the costs, not a separate limit.
 * **Choice**: the set of stored values that minimises stored bytes plus recomputed
   work, subject to every value the unknown part needs being stored or recomputable
   from stored values. This is a minimum s–t cut (each known slot a pair of nodes
