@@ -134,9 +134,8 @@ def newtonad_system(engine: str):
         def linearized(k: int, V: np.ndarray):
             residual, linear = tf.linearized_hvp(program, k)
             rrun, lrun = fast(residual), fast(linear)
-            n_res = len(linear.inputs) - 1
-            res = [np.array(a, copy=True) for a in rrun(x, *args)[-n_res:]]
-            return (lambda: rrun(x, *args)), (lambda: lrun(*res, V))
+            res = [np.array(a, copy=True) for a in rrun(x, *args)[2:]]  # after f and ∇f
+            return (lambda: rrun(x, *args)), (lambda: lrun(x, *args, *res, V))
 
         extra = {}
         if spec["kind"] == "rosen" and spec["n"] == 2:

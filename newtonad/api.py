@@ -283,6 +283,8 @@ def linearize(f: Callable, x: Any, args: Sequence[Any] = (), *, engine: str | No
     x, args, traced = _prepare(f, x, tuple(args), scalar=False)
     if _is_traced_call(x, args):
         raise TypeError("linearize is for concrete points; inside a traced function use jvp")
+    x = x.copy()  # lin reads x later: the caller may change its array meanwhile
+    known = (x, *args, *traced.closed_values())
     eng = _engine(engine)
     residuals: dict[int | None, tuple] = {}
 
@@ -291,7 +293,7 @@ def linearize(f: Callable, x: Any, args: Sequence[Any] = (), *, engine: str | No
                         lambda: tf.linearize_program(traced.program, k), eng)
 
     primal, _ = programs(None)
-    outs = primal(x, *args, *traced.closed_values())
+    outs = primal(*known)
     n_out = len(traced.program.outputs)
     residuals[None] = outs[n_out:]
 
@@ -299,8 +301,8 @@ def linearize(f: Callable, x: Any, args: Sequence[Any] = (), *, engine: str | No
         V, k = _frame(V, tuple(x.shape))
         prim_k, linear_k = programs(k)
         if k not in residuals:
-            residuals[k] = prim_k(x, *args, *traced.closed_values())[n_out:]
-        (t,) = linear_k(*residuals[k], V)
+            residuals[k] = prim_k(*known)[n_out:]
+        (t,) = linear_k(*known, *residuals[k], V)
         return t
 
     return outs[0], lin

@@ -88,6 +88,7 @@ class Objective:
         self._value = 0.0
         self._grad: np.ndarray | None = None
         self._lin_point: _Point | None = None
+        self._lin_x: np.ndarray | None = None
         self._linear: dict[int | None, tuple] = {}  # at _lin_point, per frame width
         self._runners: dict[tuple, tuple] = {}
         self._second_order = False  # set once hessp is used: then keep residuals with ∇f
@@ -148,16 +149,17 @@ class Objective:
 
     # ---- second order --------------------------------------------------------------------
     def _linearized(self, x: np.ndarray, k: int | None) -> tuple[Callable, tuple]:
-        """``(linear runner, residuals at x)`` for frames of width k (None: one vector)."""
+        """``(linear runner, its inputs before V)`` at x for frames of width k (None: one vector)."""
         if self._lin_point is None or not self._lin_point.matches(x):
             self._lin_point = _Point(x)
+            self._lin_x = x.copy()  # the linear program reads x on every product
             self._linear = {}
         linear = self._linear.get(k)
         if linear is None:
             (residual_run, linear_run), data = self._compiled(
                 x, "linearized_hvp", k, lambda program: tf.linearized_hvp(program, k))
             y, g, *res = residual_run(x, *data)
-            linear = self._linear[k] = (linear_run, tuple(res))
+            linear = self._linear[k] = (linear_run, (self._lin_x, *data, *res))
             if self._vg_point is None or not self._vg_point.matches(x):
                 self._store(x, y, g)
         return linear
@@ -169,14 +171,14 @@ class Objective:
         """
         x = self._check(x).copy()
         self._second_order = True
-        linear: dict[int | None, tuple] = {}  # frame width -> (linear runner, residuals)
+        linear: dict[int | None, tuple] = {}  # frame width -> (linear runner, its inputs)
 
         def hessp_at_x(V: Any) -> np.ndarray:
             V, k = api._frame(V, x.shape, "p")
             if k not in linear:
                 linear[k] = self._linearized(x, k)
-            linear_run, residuals = linear[k]
-            (hv,) = linear_run(*residuals, V)
+            linear_run, known = linear[k]
+            (hv,) = linear_run(*known, V)
             self.nhev += 1 if k is None else k
             return hv
 
@@ -190,8 +192,8 @@ class Objective:
             k = None  # the solvers' case: one direction, checked without _frame
         else:
             p, k = api._frame(p, x.shape, "p")
-        linear_run, residuals = self._linearized(x, k)  # one value comparison of x
-        (hv,) = linear_run(*residuals, p)
+        linear_run, known = self._linearized(x, k)  # one value comparison of x
+        (hv,) = linear_run(*known, p)
         self.nhev += 1 if k is None else k
         return hv
 

@@ -5,7 +5,7 @@ linear ones have a transpose rule; everything else is derived:
 
 * ``linearize = partial_eval ∘ jvp``: the jvp program split into a primal program
   (primal inputs → outputs and residuals) and a structurally linear program
-  (residuals and tangent frames → output tangent frames);
+  (primal inputs, residuals and tangent frames → output tangent frames);
 * ``vjp = transpose ∘ linearize``: the reverse pass over the backpropagation graph,
   cotangents accumulated by addition where a slot has several consumers (seed 000);
 * ``hvp = jvp ∘ grad``: forward-over-reverse, a frame of k velocity columns sharing
@@ -166,8 +166,9 @@ def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int,
 
     Returns ``(known_program, unknown_program)``: the known program takes the known
     inputs and returns the first ``n_known_outputs`` outputs followed by the residuals;
-    the unknown program takes the residuals followed by the unknown inputs and returns
-    the remaining outputs.
+    the unknown program takes the known inputs, then the residuals, then the unknown
+    inputs, and returns the remaining outputs. Known inputs are passed through, never
+    returned as residuals: data such as a design matrix is not copied once per point.
     """
     kind = slot_kinds(program, known)
     for i in program.outputs[:n_known_outputs]:
@@ -184,6 +185,7 @@ def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int,
 
     known_in = [i for i, k in zip(program.inputs, known) if k]
     unknown_in = [i for i, k in zip(program.inputs, known) if not k]
+    residuals = [i for i in residuals if i not in set(known_in)]
 
     roots = _tracers([program.slots[i] for i in known_in])
     env = dict(zip(known_in, roots))
@@ -193,13 +195,15 @@ def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int,
     known_program = _build(roots, [env[i] for i in program.outputs[:n_known_outputs]]
                            + [env[i] for i in residuals])
 
+    given_roots = _tracers([program.slots[i] for i in known_in])
     res_roots = _tracers([program.slots[i] for i in residuals])
     lin_roots = _tracers([program.slots[i] for i in unknown_in])
-    env = dict(zip(residuals, res_roots)) | dict(zip(unknown_in, lin_roots))
+    env = dict(zip(known_in, given_roots)) | dict(zip(residuals, res_roots)) \
+        | dict(zip(unknown_in, lin_roots))
     for step in program.steps:
         if step.output not in env and (kind[step.output] != "known" or step.output in recomputed):
             env[step.output] = bind(step.primitive, *(env[i] for i in step.inputs), **step.kwargs)
-    unknown_program = _build(res_roots + lin_roots,
+    unknown_program = _build(given_roots + res_roots + lin_roots,
                              [env[i] for i in program.outputs[n_known_outputs:]])
     return known_program, unknown_program
 
@@ -209,8 +213,8 @@ def linearize_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)
     """``linearize = partial_eval ∘ jvp``.
 
     Returns ``(primal_program, linear_program)``: the primal program maps the inputs
-    to the outputs followed by residuals; the linear program maps the residuals
-    followed by one tangent frame per ``wrt`` input to the output tangent frames.
+    to the outputs followed by residuals; the linear program maps the inputs, the
+    residuals and one tangent frame per ``wrt`` input to the output tangent frames.
     """
     known = [True] * len(program.inputs) + [False] * len(wrt)
     jp = fold_scalings(jvp_program(program, k, wrt), known)
@@ -274,12 +278,12 @@ def vjp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)) -> P
     """
     primal, linear = linearize_program(program, k, wrt)
     n_out = len(program.outputs)
-    n_res = len(primal.outputs) - n_out
-    pullback = transpose_program(linear, [False] * n_res + [True] * len(wrt))
+    n_fixed = len(linear.inputs) - len(wrt)  # the inputs, then the residuals
+    pullback = transpose_program(linear, [False] * n_fixed + [True] * len(wrt))
     xs = _tracers(program.in_slots)
     ws = _tracers([frame_slot(s, k) for s in program.out_slots])
     outs = interpret(primal, xs)
-    cts = interpret(pullback, outs[n_out:] + ws)
+    cts = interpret(pullback, xs + outs[n_out:] + ws)
     return simplify(_build(xs + ws, outs[:n_out] + cts))
 
 
@@ -322,14 +326,14 @@ def linearized_hvp(program: Program, k: int | None) -> tuple[Program, Program]:
 
     Returns ``(residual_program, linear_program)``: ``(x, *args) -> (f, ∇f, *residuals)``
     runs once per x (it is a value-and-gradient pass that also keeps what the
-    Hessian needs), then ``(*residuals, V) -> H V`` costs only the linear pass for each
-    frame ``V``.
+    Hessian needs), then ``(x, *args, *residuals, V) -> H V`` costs only the linear
+    pass for each frame ``V``.
 
     The residuals are rematerialised (:mod:`.remat`): the linear program loads a few
     stored values and recomputes the cheap elementwise rest, because a stored array
-    costs a memory stream on every application. A residual may be a known input
-    itself – often ``x`` (or a data argument): the residual program then returns a
-    copy of it, one array copy per point.
+    costs a memory stream on every application. ``x`` and the data arguments are
+    passed to the linear program as they are, never copied into residuals; a caller
+    that keeps the linear map must keep its own copy of ``x``.
     """
     known = [True] * len(program.inputs) + [False]
     jp = jvp_program(value_and_grad_program(program), k)  # f, ∇f, ∇f·V, H V
