@@ -269,7 +269,7 @@ def hvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *, engine: str | 
     """
     x, args, traced = _prepare(f, x, tuple(args), scalar=True)
     V, k = _frame(V, tuple(x.shape))
-    _, hv = _run(traced, "hvp", k, lambda: tf.hvp_program(traced.program, k), _engine(engine),
+    (hv,) = _run(traced, "hvp", k, lambda: tf.hvp_program(traced.program, k), _engine(engine),
                  x, args, [V])
     return hv
 

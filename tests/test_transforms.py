@@ -270,7 +270,7 @@ def test_remat_linear_program_agrees_with_hvp_program(name, k):
     y2, g2 = evaluate(residual, x, *args)[:2]
     assert_close(y2, y, 1e-14, 1e-14)
     assert_close(g2, g, 1e-14, 1e-14)
-    _, HV = evaluate(tf.hvp_program(program, k), x, *args, V)
+    (HV,) = evaluate(tf.hvp_program(program, k), x, *args, V)
     assert_close(apply(V), HV, 1e-12, 1e-12)
 
 
@@ -387,7 +387,7 @@ def test_random_programs_remat_choice_and_linear_program(f):
     _check_choice(*_remat_choice(program, 2))
     V = np.random.default_rng(5).standard_normal((4, 2))
     apply, *_ = _linear_map(g, POINT, (), 2)
-    _, HV = evaluate(tf.hvp_program(program, 2), POINT, V)
+    (HV,) = evaluate(tf.hvp_program(program, 2), POINT, V)
     assert_close(apply(V), HV, 1e-11, 1e-11)
 
 

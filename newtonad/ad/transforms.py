@@ -313,12 +313,14 @@ def grad_program(program: Program) -> Program:
 
 
 def hvp_program(program: Program, k: int | None) -> Program:
-    """Forward-over-reverse: inputs ``(x, *args, V)``, outputs ``(∇f, H V)``.
+    """Forward-over-reverse: inputs ``(x, *args, V)``, output ``H V``.
 
     The jvp of the gradient program, with a frame ``V`` of ``k`` velocity columns
-    that all share the gradient's single cotangent column.
+    that all share the gradient's single cotangent column. The gradient itself is
+    dropped (with the work only it needs): a product costs one pass that writes
+    only ``H V``.
     """
-    return simplify(jvp_program(grad_program(program), k))
+    return simplify(select_outputs(jvp_program(grad_program(program), k), [1]))
 
 
 def linearized_hvp(program: Program, k: int | None) -> tuple[Program, Program]:
