@@ -8,6 +8,7 @@ programs with many outputs, and every compiled runner is shared by the module
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from typing import Any
 
@@ -368,6 +369,57 @@ def test_derived_programs_agree(name, k):
     residual, linear = tf.linearized_hvp(program, k)
     assert_agree(residual, x, *args)
     assert_agree(linear, *residuals_of(residual, x, *args), V)
+
+
+# ---- small frames: columns written out, the spatial loop vectorised ---------------------------
+
+def stencil_objective(u, w):
+    """A 2-D stencil with a broadcast row, and strided, reversed and transposed slices."""
+    a = (u[2:, 1:] - u[:-2, :-1]) * w
+    b = u[::-1, ::2][1:, :] * u.T[::2, 1:].T
+    return np.sum(np.sqrt(1 + a * a)) + np.sum(b * np.sin(b))
+
+
+@pytest.fixture(scope="module")
+def stencil():
+    u, w = rng.normal(size=(7, 9)), rng.normal(size=8)
+    return nad.trace(stencil_objective, u, w), u, w
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5])
+def test_stencil_frames_agree(stencil, k):
+    """Frames of k <= UNROLL columns are written out, wider ones loop: both agree with numpy."""
+    program, u, w = stencil
+    V = rng.normal(size=u.shape + (k,))
+    assert_agree(tf.hvp_program(program, k), u, w, V)
+    assert_agree(tf.jvp_program(program, k), u, w, V)
+
+
+def test_small_frames_are_written_out_column_by_column(stencil):
+    from newtonad.ad.engine.numba_codegen import UNROLL
+    from newtonad.ad.engine.numba_engine import source
+
+    program = stencil[0]
+    small = source(tf.hvp_program(program, UNROLL))
+    assert all(f"# i2 = {c}" in small for c in range(UNROLL))
+    assert re.search(r"b\d+f = b\d+\.reshape\(\d+\)", small)  # frames read through flat views
+    assert re.search(rf"b\d+f\[i0 \* \d+ \+ [^]]+ \* {UNROLL} \+ 1\] = ", small)  # column 1 stored
+    wide = source(tf.hvp_program(program, UNROLL + 1))
+    assert "# i2 = " not in wide and re.search(r"for i2 in range\(n\d+\):", wide)
+
+
+def test_reductions_of_written_out_and_looped_nests():
+    """Reductions whose target stays put in the innermost loop run in locals."""
+    b = Builder()
+    for shape in ((6, 5, 3), (6, 5, 7)):  # innermost axis written out / looped
+        f = b.input(shape)
+        e = b.op("sin", f)
+        for name in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod"):
+            for axes in ((0, 1), (1,), (2,), (0,)):
+                b.op(name, e, axes=axes, out=True)
+    f3, f7 = rng.normal(size=(6, 5, 3)), rng.normal(size=(6, 5, 7))
+    f3[2, 1, 0] = f7[4, 3, 6] = np.nan  # NaN propagates through max / min
+    assert_agree(b.build(), f3, f7)
 
 
 # ---- random compositions -----------------------------------------------------------------------

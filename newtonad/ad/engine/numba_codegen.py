@@ -5,6 +5,11 @@ The generated module defines one ``kernel(x0.., o0.., c0.., arena..)`` compiled 
 the program's shapes; ``c*`` are constant arrays; each arena holds the intermediates
 of one dtype (see :mod:`.numba_buffers`). Every statement is preceded by a comment
 showing the program step it computes, so a kernel reads like hand-written code.
+
+Loops follow the plan's iteration spaces, frame columns innermost. A short innermost
+axis (the k <= ``UNROLL`` columns of a small frame) is written out instead, column by
+column, so that LLVM vectorises the spatial loop around it – the per-element work
+shared by all columns included – rather than a loop of two or three iterations.
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ class Generator:
         self.extents: dict[int, int] = {}      # innermost loop bounds, passed at run time
         self.reads: dict[int, set[int]] = {}   # item -> base slots read
         self.writes: dict[int, set[int]] = {}  # item -> base slots written
+        self.flat: set[int] = set()            # stored slots also read through a flat view
 
     # -- names ---------------------------------------------------------------------------
     def is_scalar(self, i: int) -> bool:
@@ -99,7 +105,9 @@ class Generator:
 
         With a literal trip count LLVM fully unrolls short innermost loops (the k
         columns of a frame) and, numba leaving the SLP vectorizer off, then runs them
-        scalar; a bound it cannot see keeps the loop vectorizer in play.
+        scalar; a bound it cannot see keeps the loop vectorizer in play. (Columns
+        few enough to be written out in the source never form a loop:
+        see :func:`_unrolled_axis`.)
         """
         self.extents.setdefault(value, len(self.extents))
         return f"n{value}"
@@ -221,6 +229,8 @@ class Generator:
         for v, src in plan.views.items():
             if self.base(v) in first or self.base(v) in external:
                 lines.append(f"b{v} = b{src}.reshape({self.slots[v].shape!r})")
+        for i in sorted(self.flat):  # see NestWriter.load
+            lines.append(f"b{i}f = b{i}.reshape({self.slots[i].size})")
         arenas = [(d, max(sizes[d], 1)) for d in ARENA_NAME if d in sizes]
         return lines, consts, arenas
 
@@ -396,29 +406,82 @@ class Generator:
 
 
 class NestWriter:
-    """The statements of one loop nest, placed at the loop depth they need."""
+    """The statements of one loop nest, placed at the loop depth they need.
 
-    def __init__(self, gen: Generator, item: int, nest: Nest):
+    Depths are counted in loop variables: a value at depth ``d`` depends on ``i0`` ..
+    ``i<d-1>``. ``levels`` is the number of loops written: one less than the nest's
+    depth when its innermost axis is written out (:func:`_unrolled_axis`). Then loop
+    variable ``i<levels>`` is not a loop but the constant ``column``, and statements
+    that depend on it go in the innermost loop, once per column.
+    """
+
+    def __init__(self, gen: Generator, item: int, nest: Nest, levels: int | None = None):
         self.g = gen
         self.item = item
         self.nest = nest
-        self.stmts: list[tuple[int, list[str], str]] = []  # (depth, lines, guard)
-        self.memo: dict[tuple[int, IMap], tuple[str, int]] = {}
+        self.levels = len(nest.space) if levels is None else levels
+        self.column: int | None = None  # the value of i<levels> in the statements emitted now
+        self.flat: set[int] = set()     # slots read or written through flat views
+        self.stmts: list[tuple[int, list[str], str, bool]] = []  # (depth, lines, guard, after)
+        self.memo: dict[tuple, tuple[str, int]] = {}  # (slot, map, column) -> (source, depth)
         self.uses: Counter[int] = Counter()
         self.guard = ""  # a condition wrapped around the statements emitted now
         self.products: dict[str, tuple[tuple[str, int], tuple[str, int]]] = {}
 
-    def emit(self, depth: int, *lines: str) -> None:
+    def emit(self, depth: int, *lines: str, after: bool = False) -> None:
+        """Place ``lines`` at loop depth ``depth`` (``after``: below that level's inner loop)."""
         if self.guard:  # a guarded statement goes where the guard's variables exist
             depth = max(depth, 1 + max(int(v) for v in re.findall(r"\bi(\d+)\b", self.guard)))
-        self.stmts.append((depth, list(lines), self.guard))
+        self.stmts.append((min(depth, self.levels), list(lines), self.guard, after))
+
+    def statements(self) -> int:
+        """How many lines of code (not comments) have been emitted."""
+        return sum(not line.startswith("#") for _, lines, _, _ in self.stmts for line in lines)
+
+    def fixed(self, m: IMap) -> IMap:
+        """``m`` with the written-out loop variable replaced by the current column."""
+        if self.column is None:
+            return m
+        return tuple((None, 0, scale * self.column + off) if v == self.levels else (v, scale, off)
+                     for v, scale, off in m)
+
+    def load(self, i: int, m: IMap) -> str:
+        """Element ``m`` of stored slot ``i``.
+
+        numba indexes a C-contiguous array with strides computed from its run-time
+        shape. Below a written-out axis (a frame ``V[i, j, c]`` with the columns ``c``
+        written out and ``j`` the innermost loop) LLVM cannot see the stride of ``j``,
+        versions the loop on it being one, and then finds a false loop-carried
+        dependence between the columns' stores: no vectorisation. There such elements
+        are read and written through a flat view ``b<i>f`` at a row-major offset with
+        literal strides. (All loop bounds of such a piece are literals, so LLVM also
+        proves the offsets non-negative and drops numba's wraparound test.)
+        """
+        g = self.g
+        m = self.fixed(m)
+        shape = g.slots[i].shape
+        inner = self.levels - 1
+        axes = [a for a, d in enumerate(m) if d[0] == inner]
+        if self.levels == len(self.nest.space) or i in g.plan.literals or g.is_scalar(i) \
+                or not axes or all(n == 1 for n in shape[max(axes) + 1:]):
+            return g.ref(i, fmt_index(m))
+        self.flat.add(i)
+        terms, stride = [], 1
+        for d, n in zip(reversed(m), reversed(shape)):
+            src = fmt_dim(d) if d[0] is not None else str(d[2] * stride)
+            if d[0] is not None and stride != 1:
+                src = f"{src} * {stride}" if src.lstrip("-").isidentifier() else f"({src}) * {stride}"
+            if src != "0":
+                terms.append(src)
+            stride *= n
+        return f"b{i}f[{' + '.join(reversed(terms)) or '0'}]"
 
     def value(self, i: int, m: IMap, compute: bool = False) -> tuple[str, int]:
         """Source of slot ``i`` at index map ``m``, and the loop depth it needs.
 
         A slot in memory is loaded, unless ``compute`` (the store that fills it).
         """
-        key = (i, m)
+        key = (i, m, self.column if m != self.fixed(m) else None)
         if key in self.memo and not compute:
             return self.memo[key]
         g, plan = self.g, self.g.plan
@@ -426,7 +489,7 @@ class NestWriter:
             result = (literal(plan.literals[i], g.slots[i].dtype), 0)
         elif i in plan.stored and not compute:
             g._read(self.item, i)
-            result = (g.ref(i, fmt_index(m)), map_vars(m))
+            result = (self.load(i, m), map_vars(m))
         else:
             step = g.producer[i]
             operands = [self.value(j, jm) for j, jm in zip(step.inputs, operand_maps(step, m, g.slots))]
@@ -470,10 +533,14 @@ class NestWriter:
             (a, da), (c, dc) = (c, dc), (a, da)
         if dc >= dx:
             return operands
+        key = ("*", c, y)  # once per pair (the columns of an unrolled frame share it)
+        if key in self.memo:
+            return [(a, da), self.memo[key]]
         temp = f"f{len(self.stmts)}"
         depth = max(dc, dy)
         self.emit(depth, f"{temp} = {c} * {y}")
         self.products[temp] = ((c, dc), (y, dy))
+        self.memo[key] = (temp, depth)
         return [(a, da), (temp, depth)]
 
     def simple(self, i: int, m: IMap) -> tuple[str, int]:
@@ -490,7 +557,7 @@ class NestWriter:
         g = self.g
         depth = len(s.space)
         g._write(self.item, s.target)
-        target = g.ref(s.target, fmt_index(s.tmap))
+        target = self.load(s.target, s.tmap)
         if s.kind == "store":
             src, _ = self.value(s.value, s.vmap, compute=True)
             self.emit(depth, f"# store s{s.value}", f"{target} = {src}")
@@ -508,15 +575,17 @@ class NestWriter:
         else:
             src, _ = self.simple(s.value, s.vmap)
             comment = f"# {describe(g.p, s.step)}"
-            if s.op == "reduce_sum":
-                self.emit(depth, comment, f"{target} += {src}")
-            elif s.op == "reduce_prod":
-                self.emit(depth, comment, f"{target} *= {src}")
-            else:
-                cmp = ">" if s.op == "reduce_max" else "<"
-                self.emit(depth, comment,
-                          f"if {src} {cmp} {target} or {src} != {src}:",
-                          f"    {target} = {src}")
+            depth = min(depth, self.levels)
+            if self.guard or depth == 0 or g.is_scalar(s.target) or \
+                    any(d[0] == depth - 1 for d in self.fixed(s.tmap)):
+                self.emit(depth, comment, *_combine(s.op, target, src))
+                return
+            # the target stays put in the innermost loop: reduce in a local there
+            # (a register LLVM can vectorise), combined into the target after the loop
+            acc = f"acc{len(self.stmts)}"
+            self.emit(depth - 1, f"{acc} = {literal(g.plan.init[s.target], g.slots[s.target].dtype)}")
+            self.emit(depth, comment, *_combine(s.op, acc, src))
+            self.emit(depth - 1, *_combine(s.op, target, acc), after=True)
 
     def render(self, box: tuple[tuple[Any, Any], ...], indent: str = "") -> list[str]:
         """The statements placed in loops over ``box`` (one range per loop variable).
@@ -524,27 +593,35 @@ class NestWriter:
         Bounds are ints, or source strings (the boundary loops read them from a table).
         """
         out: list[str] = []
-        deepest = max((d for d, _, _ in self.stmts), default=0)
+        self.g.flat |= self.flat
+        deepest = max((d for d, _, _, _ in self.stmts), default=0)
 
-        def emit_level(d: int, indent: str) -> None:
+        def emit_stmts(d: int, indent: str, after: bool) -> None:
             open_guard = ""
-            for depth, lines, guard in self.stmts:
-                if depth != d:
+            for depth, lines, guard, below in self.stmts:
+                if depth != d or below != after:
                     continue
                 if guard != open_guard and guard:
                     out.append(f"{indent}if {guard}:")
                 open_guard = guard
                 pad = indent + ("    " if guard else "")
                 out.extend(pad + line for line in lines)
+
+        def emit_level(d: int, indent: str) -> None:
+            emit_stmts(d, indent, after=False)
             if d < deepest:
                 lo, hi = box[d]
-                if d == deepest - 1 and isinstance(hi, int):  # innermost: see Generator.extent
-                    # (the start stays a literal: LLVM then proves shifted indices are
-                    # non-negative and drops numba's wraparound selects)
+                if d == deepest - 1 and isinstance(hi, int) and self.levels == len(self.nest.space):
+                    # innermost: see Generator.extent (the start stays a literal: LLVM
+                    # then proves shifted indices are non-negative and drops numba's
+                    # wraparound selects). Below a written-out axis the bound stays a
+                    # literal too: with the trip count known, LLVM proves that flat
+                    # offsets do not wrap instead of giving up on too many run-time checks.
                     hi = self.g.extent(hi)
                 rng = f"range({hi})" if lo == 0 else f"range({lo}, {hi})"
                 out.append(f"{indent}for i{d} in {rng}:")
                 emit_level(d + 1, indent + "    ")
+            emit_stmts(d, indent, after=True)
 
         emit_level(0, indent)
         return out
@@ -573,8 +650,18 @@ class NestWriter:
             src, _ = self.value(slot, vmap)
             self.emit(depth, f"# {describe(g.p, step)}  (gathered)", f"{acc} += {src}")
         self.guard = own
-        self.emit(depth, f"{g.ref(s.target, fmt_index(s.tmap))} = {acc}")
+        self.emit(depth, f"{self.load(s.target, s.tmap)} = {acc}")
         self.guard = ""
+
+
+def _combine(op: str, target: str, src: str) -> list[str]:
+    """Lines folding ``src`` into ``target`` for reduction ``op`` (NaN wins max and min)."""
+    if op == "reduce_sum":
+        return [f"{target} += {src}"]
+    if op == "reduce_prod":
+        return [f"{target} *= {src}"]
+    cmp = ">" if op == "reduce_max" else "<"
+    return [f"if {src} {cmp} {target} or {src} != {src}:", f"    {target} = {src}"]
 
 
 def _covers(box: tuple[tuple[int, int], ...], where: tuple[tuple[int, int], ...]) -> bool:
@@ -631,19 +718,54 @@ def nest_lines(gen: Generator, item: int, nest: Nest) -> list[str]:
     return out
 
 
+UNROLL = 4              # innermost extents up to this are written out (see _unrolled_axis) ...
+UNROLL_STATEMENTS = 500  # ... unless the piece then has more statements (compile time)
+
+
+def _unrolled_axis(nest: Nest, box) -> int | None:
+    """The axis of ``box`` to write out instead of looping over, if any.
+
+    A short innermost loop (the k columns of a small frame) is the one LLVM
+    vectorises, and it has too few iterations to gain from that, while everything
+    computed once per element outside it – the primal, the single cotangent, their
+    sqrt and div – runs scalar. Written out column by column, the next loop out (a
+    spatial axis) becomes innermost and is vectorised, column work included.
+    """
+    axis = len(nest.space) - 1
+    if axis < 1 or box[axis][1] - box[axis][0] > UNROLL:
+        return None
+    return axis
+
+
 def _piece(gen: Generator, item: int, nest: Nest, box, choice, boxes: bool) -> list[str]:
-    writer = NestWriter(gen, item, nest)
-    active = 0
+    active = []
     for s in nest.sinks:
         n = len(s.space)
         if any(c != 0 for c in choice[n:]) or not _covers(s.box, box[:n]):
             continue
-        terms = [t for t in s.terms if _covers(t[2], box[:n])]
-        writer.sink(s, terms)
-        active += 1
+        active.append((s, [t for t in s.terms if _covers(t[2], box[:n])]))
     if not active:
         return []
+    axis = _unrolled_axis(nest, box)
+    writer = _write_piece(gen, item, nest, active, box, axis)
+    if axis is not None and writer.statements() > UNROLL_STATEMENTS:
+        writer = _write_piece(gen, item, nest, active, box, None)
     return ([f"# piece {box}"] if boxes else []) + writer.render(box)
+
+
+def _write_piece(gen: Generator, item: int, nest: Nest, active, box, axis: int | None) -> NestWriter:
+    """The sinks of one piece; with ``axis``, written out once per index along it."""
+    writer = NestWriter(gen, item, nest, levels=axis)
+    for s, terms in active:
+        if axis is None or len(s.space) <= axis:
+            writer.sink(s, terms)
+    deep = [(s, terms) for s, terms in active if axis is not None and len(s.space) > axis]
+    for c in range(*box[axis]) if deep else ():
+        writer.column = c
+        writer.emit(axis, f"# i{axis} = {c}")
+        for s, terms in deep:
+            writer.sink(s, terms)
+    return writer
 
 
 def generate(plan: Plan) -> Kernel:
