@@ -26,8 +26,8 @@ from . import api
 from .ad import transforms as tf
 
 
-#: Points up to this many bytes are compared by their bytes: one memcmp, ~0.1 µs.
-_SMALL_POINT_BYTES = 1 << 14
+#: Points of up to this many entries are compared by their bytes: one memcmp, ~0.1 µs.
+_SMALL_POINT_SIZE = 2048
 _FLOAT64 = np.dtype(np.float64)
 
 
@@ -42,7 +42,7 @@ class _Point:
 
     def __init__(self, x: np.ndarray):
         self.shape = x.shape
-        if x.nbytes <= _SMALL_POINT_BYTES:
+        if x.size <= _SMALL_POINT_SIZE:
             self.key, self.x = x.tobytes(), None
         else:
             self.key, self.x = None, x.copy()
@@ -91,6 +91,7 @@ class Objective:
         self._lin_x: np.ndarray | None = None
         self._linear: dict[int | None, tuple] = {}  # at _lin_point, per frame width
         self._runners: dict[tuple, tuple] = {}
+        self._vg_runner: tuple | None = None  # (shape, runner, data) of the last value_and_grad
         self._second_order = False  # set once hessp is used: then keep residuals with ∇f
 
     # ---- programs ----------------------------------------------------------------------
@@ -121,8 +122,11 @@ class Objective:
             # the Hessian at x, so hessp there needs no further primal work.
             self._linearized(x, None)
             return
-        run, data = self._compiled(x, "value_and_grad", 0, tf.value_and_grad_program)
-        y, g = run(x, *data)
+        vg = self._vg_runner
+        if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup per call
+            vg = self._vg_runner = (x.shape, *self._compiled(x, "value_and_grad", 0,
+                                                               tf.value_and_grad_program))
+        y, g = vg[1](x, *vg[2])
         self._store(x, y, g)
 
     def _store(self, x: np.ndarray, y: Any, g: np.ndarray) -> None:
