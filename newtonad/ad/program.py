@@ -68,6 +68,20 @@ class ArrayConst:
         return f"<{a.dtype}{list(a.shape)} {self._digest[:8]}>"
 
 
+def _feed_params(h: "hashlib._Hash", value: Any) -> None:
+    """Hash step params exactly: array constants by their bytes' digest, not their repr."""
+    if isinstance(value, ArrayConst):
+        h.update(b"A" + value._digest.encode())
+    elif isinstance(value, (tuple, list)):
+        h.update(b"(")
+        for v in value:
+            _feed_params(h, v)
+        h.update(b")")
+    else:
+        h.update(repr(value).encode())
+    h.update(b",")
+
+
 @dataclass(frozen=True)
 class Step:
     """One step: ``output = primitive(*inputs, **params)``.
@@ -122,9 +136,11 @@ class Program:
 
     @property
     def key(self) -> str:
-        """A stable hex digest of the program's structure (for disk caches)."""
-        return hashlib.blake2b(str(self).encode() + repr([
-            s.params for s in self.steps]).encode(), digest_size=16).hexdigest()
+        """A stable hex digest of the whole program, constants to the last bit (for disk caches)."""
+        h = hashlib.blake2b(str(self).encode(), digest_size=16)
+        for step in self.steps:
+            _feed_params(h, step.params)
+        return h.hexdigest()
 
     @property
     def in_slots(self) -> tuple[Slot, ...]:

@@ -6,9 +6,10 @@ source is written to ``<cache dir>/kernels/<name>.py`` and imported from there; 
 registered in ``sys.modules`` before it runs, because a cached kernel re-imports its
 defining module by name when it is loaded.
 
-The module name is a digest of the generated source (which spells out the program,
-its constants and shapes), the program's key, and the versions of numba, numpy and
-newtonad, Python and the CPU, so a stale entry is never picked up. Files are written
+The module name is a digest of the generated source (which spells out the program and
+its shapes; constant arrays are kernel arguments, so programs that differ only in
+their constants share one kernel) and the versions of numba, numpy and newtonad,
+Python and the CPU, so a stale entry is never picked up. Files are written
 to a temporary name and renamed into place (``os.replace``), so a reader sees either
 nothing or a whole file and two processes may compile the same program at once. A
 source file that does not match is rewritten; numba recompiles an index whose source
@@ -17,7 +18,7 @@ stamp does not match; a corrupt numba entry is deleted and compiled again.
 Beside the kernels the cache keeps each program's *metadata*
 (``newtonad_meta_<digest>.meta.npz``: the kernel's module name, calling convention,
 constant arrays and arena sizes), named by a digest of the whole program (constants to
-the last bit, :func:`program_digest`), the environment above and the engine's own
+the last bit, ``Program.key``), the environment above and the engine's own
 source files, so metadata written by other engine code is never read. A warm start
 reads it instead of planning and generating the kernel again. It is checked before
 use — the archive's CRCs, its format, its specs against the program's, and the kernel
@@ -42,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from ..program import ArrayConst, Program
+from ..program import Program
 
 ENV_VAR = "NEWTONAD_CACHE_DIR"
 CODEGEN_VERSION = "1"  # bump when generated code changes meaning
@@ -89,9 +90,12 @@ def engine_fingerprint() -> str:
     return h.hexdigest()
 
 
-def module_name(source: str, program_key: str) -> str:
+def module_name(source: str) -> str:
+    """The kernel module's name: a digest of the environment and the source, which fixes
+    the compiled code (constants are arguments, so programs differing only in their
+    constants share one kernel)."""
     h = hashlib.blake2b(digest_size=16)
-    for part in (environment_tag(), program_key, source):
+    for part in (environment_tag(), source):
         h.update(part.encode())
         h.update(b"\0")
     return f"newtonad_kernel_{h.hexdigest()}"
@@ -111,11 +115,11 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def ensure_source(source: str, program_key: str) -> tuple[str, Path]:
+def ensure_source(source: str) -> tuple[str, Path]:
     """Write ``source`` into the cache (unless an identical file is there already)."""
     directory = cache_dir() / "kernels"
     directory.mkdir(parents=True, exist_ok=True)
-    name = module_name(source, program_key)
+    name = module_name(source)
     path = directory / f"{name}.py"
     try:
         current = path.read_text(encoding="utf-8")
@@ -183,37 +187,10 @@ class CachedKernel:
     arenas: list[tuple[str, int]] = field(default_factory=list)  # (dtype, length)
 
 
-def _feed(h: "hashlib._Hash", value: Any) -> None:
-    if isinstance(value, ArrayConst):  # its repr shows only a few digits: hash all the bytes
-        h.update(b"A" + value._digest.encode())
-    elif isinstance(value, (tuple, list)):
-        h.update(b"(")
-        for v in value:
-            _feed(h, v)
-        h.update(b")")
-    else:
-        h.update(repr(value).encode())
-    h.update(b",")
-
-
-def program_digest(program: Program) -> str:
-    """A digest of everything in ``program``, constants to the last bit.
-
-    ``Program.key`` names kernel modules, and is enough there because the module name
-    also covers the generated source; constant arrays, though, are passed to a kernel
-    at run time and show in ``Program.key`` only as printed (eight digits). The
-    metadata holds those constants, so it is keyed by this digest instead.
-    """
-    h = hashlib.blake2b(program.key.encode(), digest_size=16)
-    for step in program.steps:
-        _feed(h, step.params)
-    return h.hexdigest()
-
-
 def meta_path(program: Program) -> Path:
     """Where the metadata of ``program``'s kernel lives (for this environment and engine)."""
     h = hashlib.blake2b(digest_size=16)
-    for part in (environment_tag(), engine_fingerprint(), program_digest(program)):
+    for part in (environment_tag(), engine_fingerprint(), program.key):
         h.update(part.encode())
         h.update(b"\0")
     return cache_dir() / "kernels" / f"newtonad_meta_{h.hexdigest()}.meta.npz"
@@ -280,7 +257,7 @@ def read_meta(program: Program) -> tuple[str, Path, CachedKernel] | None:
             return None
         source_path = path.parent / f"{name}.py"
         source = source_path.read_text(encoding="utf-8")
-        if module_name(source, program.key) != name:
+        if module_name(source) != name:
             return None
     except Exception:  # missing, truncated, garbage, wrong types: all mean "not cached"
         return None

@@ -140,7 +140,7 @@ def load_overload(dispatcher, sig) -> Any | None:
         return cres
 
 
-def load(kernel: Kernel, program_key: str, name_path: tuple[str, Any] | None = None):
+def load(kernel: Kernel, name_path: tuple[str, Any] | None = None):
     """Compile ``kernel`` (or load it from the disk cache).
 
     Returns the fastest callable of the compiled kernel, its numba dispatcher (whose
@@ -148,7 +148,7 @@ def load(kernel: Kernel, program_key: str, name_path: tuple[str, Any] | None = N
     ``name_path`` is the module name and path of a source file already known to hold
     ``kernel.source`` (from the cache's metadata); otherwise the source is written.
     """
-    name, path = name_path or cache.ensure_source(kernel.source, program_key)
+    name, path = name_path or cache.ensure_source(kernel.source)
     sig = _numba_signature(kernel, kernel.arenas)
     for attempt in range(2):
         dispatcher = None
@@ -166,7 +166,7 @@ def load(kernel: Kernel, program_key: str, name_path: tuple[str, Any] | None = N
             # a corrupt cache entry: drop it (and the source) and compile afresh
             numba_dir = getattr(getattr(dispatcher, "_cache", None), "cache_path", None)
             cache.purge(name, path, numba_dir)
-            name, path = cache.ensure_source(kernel.source, program_key)
+            name, path = cache.ensure_source(kernel.source)
     raise AssertionError("unreachable")
 
 
@@ -247,7 +247,7 @@ def make_runner(fn: Callable, kernel: Kernel) -> Callable[..., tuple]:
     return run
 
 
-def _load_cached(program: Program, program_key: str) -> Callable[..., tuple] | None:
+def _load_cached(program: Program) -> Callable[..., tuple] | None:
     """The runner of ``program`` from the cache's metadata, without lowering; ``None`` if
     there is no usable entry (the caller then lowers and compiles, repairing it)."""
     found = cache.read_meta(program)
@@ -255,7 +255,7 @@ def _load_cached(program: Program, program_key: str) -> Callable[..., tuple] | N
         return None
     name, path, kernel = found
     try:
-        fn, dispatcher, path = load(kernel, program_key, (name, path))
+        fn, dispatcher, path = load(kernel, (name, path))
         run = make_runner(fn, kernel)
     except Exception:
         return None
@@ -270,8 +270,7 @@ def compile_program(program: Program) -> Callable[..., tuple]:
     See the module docstring for the output-buffer contract (``out=`` and
     ``run.reuse_outputs``).
     """
-    key = program.key
-    run = _load_cached(program, key)
+    run = _load_cached(program)
     if run is not None:
         return run
     from .numba_plan import Unsupported
@@ -283,7 +282,7 @@ def compile_program(program: Program) -> Callable[..., tuple]:
     except RecursionError:
         return _fallback(program, "the program is too deep to lower")
     try:
-        fn, dispatcher, path = load(kernel, key)
+        fn, dispatcher, path = load(kernel)
     except Exception as e:  # a numba failure must not take the user's program down
         return _fallback(program, f"compilation failed ({type(e).__name__}: {e})")
     cache.write_meta(program, path.stem, kernel)
