@@ -7,7 +7,7 @@ memory of an HVP frame, and cold start in a fresh process. Sizes are trimmed so 
 full ``asv run`` stays within minutes; ``compare.py`` runs the issue's sizes.
 
 Each class times ``system`` in {"newtonad-numba", "newtonad-numpy", "hand-numba"};
-newtonad runners reuse their output buffers (``run.reuse_outputs = True``), as the
+newtonad runners reuse their output buffers (``run.reusing_outputs()``), as the
 hand kernels write into preallocated arrays.
 """
 

@@ -10,7 +10,7 @@ Every system runs in its own process (``--worker``), so one system's imports, JI
 caches and allocations cannot disturb another's; BLAS runs on one thread unless
 ``--threads`` says otherwise (on a shared 2-core machine threaded BLAS is erratic). Each measure is the median of
 repeated calls after a warm-up call. Outputs are preallocated or reused where the
-system allows it (newtonad: ``run.reuse_outputs = True``). The table gives medians
+system allows it (newtonad: ``run.reusing_outputs()``). The table gives medians
 and, in brackets, the ratio to the fastest system on that row.
 
 Problems: chained Rosenbrock (n = 1e3, 1e5, 1e6), L2 logistic regression with
@@ -119,8 +119,7 @@ def newtonad_system(engine: str):
 
         def fast(p):
             run = compile_program(p, engine)
-            run.reuse_outputs = True
-            return run
+            return run.reusing_outputs() if hasattr(run, "reusing_outputs") else run
 
         value = fast(program)
         vg = fast(tf.value_and_grad_program(program))

@@ -540,13 +540,11 @@ def test_outputs_are_fresh_unless_reuse_is_asked_for(small_run):
     f2, g2 = run(x2)
     np.testing.assert_array_equal(g1, keep)
     assert g1 is not g2
-    run.reuse_outputs = True
-    try:
-        a = run(x1)[1]
-        b = run(x2)[1]
-        assert a is b
-    finally:
-        run.reuse_outputs = False
+    reusing = run.reusing_outputs()
+    a = reusing(x1)[1]
+    b = reusing(x2)[1]
+    assert a is b and run(x1)[1] is not a  # the opt-in is the sibling's alone
+    np.testing.assert_array_equal(b, run(x2)[1])
     out = (np.empty(()), np.empty(5))
     res = run(x1, out=out)
     assert res[1] is out[1]

@@ -12,8 +12,9 @@ Outputs are new arrays on every call, so a caller may keep them. Callers that do
 keep them can avoid the allocation:
 
 * ``run(*inputs, out=(a, b, ...))`` writes into the given C-contiguous arrays;
-* ``run.reuse_outputs = True`` makes every call return the *same* arrays, overwritten
-  by the next call (the opt-in for hot loops such as a CG iteration).
+* ``run.reusing_outputs()`` returns a runner of the same kernel whose every call
+  returns the *same* arrays, overwritten by the next call (the opt-in for hot loops
+  such as a CG iteration); ``run`` itself keeps returning fresh arrays.
 
 Runners are not thread-safe (they share their arenas). A program with a primitive
 this engine does not lower runs on the NumPy engine, with one warning per primitive.
@@ -184,10 +185,7 @@ _RUNNER_TEMPLATE = '''
 def run({params}*, out=None):
 {checks}
     if out is None:
-        if run.reuse_outputs:
-            kernel({reused_args})
-            return REUSED
-{allocs}
+{provide}
     else:
         {outs}, = check_out(out)
     kernel({args})
@@ -195,8 +193,15 @@ def run({params}*, out=None):
 '''
 
 
-def make_runner(fn: Callable, kernel: Kernel) -> Callable[..., tuple]:
-    """The Python wrapper around a compiled kernel: checks inputs, provides outputs."""
+def make_runner(fn: Callable, kernel: Kernel, reuse: bool = False,
+                arenas: list[np.ndarray] | None = None) -> Callable[..., tuple]:
+    """The Python wrapper around a compiled kernel: checks inputs, provides outputs.
+
+    Outputs are fresh arrays per call, or with ``reuse`` the same arrays every call.
+    ``run.reusing_outputs()`` gives a second runner of the same kernel that reuses its
+    own outputs, so opting in never changes what other holders of ``run`` receive.
+    ``arenas`` (the intermediates' buffers) are shared with such siblings.
+    """
     n_in, n_out = len(kernel.in_specs), len(kernel.out_specs)
     ns: dict[str, Any] = {"kernel": fn, "ndarray": np.ndarray, "empty": np.empty,
                           "coerce": _coerce}
@@ -210,14 +215,15 @@ def make_runner(fn: Callable, kernel: Kernel) -> Callable[..., tuple]:
     out_specs = [(tuple(s), _DTYPES[d]) for s, d in kernel.out_specs]
     for j, (shape, dtype) in enumerate(out_specs):
         ns[f"OS{j}"], ns[f"OD{j}"] = shape, dtype
-    ns["REUSED"] = tuple(np.empty(s, d) for s, d in out_specs)
-    for j, a in enumerate(ns["REUSED"]):
-        ns[f"R{j}"] = a
+        if reuse:
+            ns[f"R{j}"] = np.empty(shape, dtype)
     extra = [f"C{n}" for n in range(len(kernel.consts))] + [f"A{n}" for n in range(len(kernel.arenas))]
     for n, c in enumerate(kernel.consts):
         ns[f"C{n}"] = c
-    for n, (d, size) in enumerate(kernel.arenas):
-        ns[f"A{n}"] = np.zeros(size, _DTYPES[d])
+    if arenas is None:
+        arenas = [np.zeros(size, _DTYPES[d]) for d, size in kernel.arenas]
+    for n, a in enumerate(arenas):
+        ns[f"A{n}"] = a
 
     def check_out(out: Any) -> tuple:
         out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
@@ -231,19 +237,26 @@ def make_runner(fn: Callable, kernel: Kernel) -> Callable[..., tuple]:
 
     ns["check_out"] = check_out
     outs = ", ".join(f"o{j}" for j in range(n_out))
+    provide = (f"R{j}" if reuse else f"empty(OS{j}, OD{j})" for j in range(n_out))
     src = _RUNNER_TEMPLATE.format(
         params="".join(f"x{j}, " for j in range(n_in)),
         checks="\n".join(checks) or "    pass",
         outs=outs,
-        allocs="\n".join(f"        o{j} = empty(OS{j}, OD{j})" for j in range(n_out)),
-        reused_args=", ".join([f"x{j}" for j in range(n_in)] + [f"R{j}" for j in range(n_out)] + extra),
+        provide="\n".join(f"        o{j} = {p}" for j, p in enumerate(provide)),
         args=", ".join([f"x{j}" for j in range(n_in)] + [f"o{j}" for j in range(n_out)] + extra))
     exec(compile(src, "<newtonad numba runner>", "exec"), ns)
     run = ns["run"]
-    run.reuse_outputs = False
     run.kernel = fn
     run.source = kernel.source
     run.n_inputs = n_in
+    run.reuses_outputs = reuse
+
+    def reusing_outputs() -> Callable[..., tuple]:
+        sibling = make_runner(fn, kernel, reuse=True, arenas=arenas)
+        sibling.dispatcher, sibling.path = getattr(run, "dispatcher", None), getattr(run, "path", None)
+        return sibling
+
+    run.reusing_outputs = reusing_outputs
     return run
 
 
@@ -268,7 +281,7 @@ def compile_program(program: Program) -> Callable[..., tuple]:
     """Return ``run(*inputs, out=None) -> tuple of outputs`` for ``program``.
 
     See the module docstring for the output-buffer contract (``out=`` and
-    ``run.reuse_outputs``).
+    ``run.reusing_outputs()``).
     """
     run = _load_cached(program)
     if run is not None:
