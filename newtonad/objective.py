@@ -31,28 +31,23 @@ _SMALL_POINT_SIZE = 2048
 _FLOAT64 = np.dtype(np.float64)
 
 
-class _Point:
-    """The last point, compared by value (scipy passes copies of ``x``).
+def _point_key(x: np.ndarray) -> tuple:
+    """What the last point is remembered by (scipy passes copies of ``x``, so by value).
 
-    Small points keep only their bytes, so the test is a bytes comparison; larger ones
+    Small points keep only their bytes, so the test is one bytes comparison; larger ones
     keep a copy compared elementwise, which costs little next to the program run there.
     """
+    return x.shape, (x.tobytes() if x.size <= _SMALL_POINT_SIZE else x.copy())
 
-    __slots__ = ("shape", "key", "x")
 
-    def __init__(self, x: np.ndarray):
-        self.shape = x.shape
-        if x.size <= _SMALL_POINT_SIZE:
-            self.key, self.x = x.tobytes(), None
-        else:
-            self.key, self.x = None, x.copy()
-
-    def matches(self, x: np.ndarray) -> bool:
-        if x.shape != self.shape:
-            return False
-        if self.key is not None:
-            return x.tobytes() == self.key
-        return bool((x == self.x).all())
+def _is_point(key: tuple | None, x: np.ndarray) -> bool:
+    """Whether ``x`` equals the point ``key`` was made from."""
+    if key is None or x.shape != key[0]:
+        return False
+    data = key[1]
+    if data.__class__ is bytes:
+        return x.tobytes() == data
+    return bool((x == data).all())
 
 
 class Objective:
@@ -84,10 +79,10 @@ class Objective:
         self.args = tuple(api._as_data(a) for a in args)
         self.engine = api._engine(engine)
         self.nfev = self.njev = self.nhev = 0
-        self._vg_point: _Point | None = None
-        self._value = 0.0
+        self._vg_point: tuple | None = None  # the _point_key of the point below
+        self._value: Any = 0.0  # f there (a 0-d array until fun asks for a float)
         self._grad: np.ndarray | None = None
-        self._lin_point: _Point | None = None
+        self._lin_point: tuple | None = None
         self._lin_x: np.ndarray | None = None
         self._linear: dict[int | None, tuple] = {}  # at _lin_point, per frame width
         self._runners: dict[tuple, tuple] = {}
@@ -115,7 +110,7 @@ class Objective:
     # ---- value and gradient ------------------------------------------------------------
     def _evaluate(self, x: np.ndarray) -> None:
         """Make ``self._value`` and ``self._grad`` those at ``x`` (a float64 array)."""
-        if self._vg_point is not None and self._vg_point.matches(x):
+        if _is_point(self._vg_point, x):
             return
         if self._second_order:
             # Newton-type use: the pass that gives f and ∇f also keeps the residuals of
@@ -124,27 +119,29 @@ class Objective:
             return
         vg = self._vg_runner
         if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup per call
-            vg = self._vg_runner = (x.shape, *self._compiled(x, "value_and_grad", 0,
-                                                               tf.value_and_grad_program))
+            run, data = self._compiled(x, "value_and_grad", 0, tf.value_and_grad_program)
+            # outputs overwritten by the next point are fine: only the last one is kept
+            run = run.reusing_outputs() if hasattr(run, "reusing_outputs") else run
+            vg = self._vg_runner = (x.shape, run, data)
         y, g = vg[1](x, *vg[2])
         self._store(x, y, g)
 
     def _store(self, x: np.ndarray, y: Any, g: np.ndarray) -> None:
         self.nfev += 1
         self.njev += 1
-        self._vg_point = _Point(x)
-        self._value = float(y)
-        self._grad = g  # a fresh array from the runner; handed out as copies
+        self._vg_point = _point_key(x)
+        self._value = y
+        self._grad = g  # the runner's array; handed out as copies
 
     def value_and_grad(self, x: Any) -> tuple[float, np.ndarray]:
         """``(f(x), ∇f(x))`` from one pass; for ``scipy.optimize.minimize(jac=True)``."""
         self._evaluate(self._check(x))
-        return self._value, self._grad.copy()
+        return float(self._value), self._grad.copy()
 
     def fun(self, x: Any) -> float:
         """``f(x)``; the gradient at ``x`` is computed in the same pass and kept."""
         self._evaluate(self._check(x))
-        return self._value
+        return float(self._value)
 
     def jac(self, x: Any) -> np.ndarray:
         """``∇f(x)``, shaped like ``x``; free after ``fun`` at the same ``x``."""
@@ -154,8 +151,8 @@ class Objective:
     # ---- second order --------------------------------------------------------------------
     def _linearized(self, x: np.ndarray, k: int | None) -> tuple[Callable, tuple]:
         """``(linear runner, its inputs before V)`` at x for frames of width k (None: one vector)."""
-        if self._lin_point is None or not self._lin_point.matches(x):
-            self._lin_point = _Point(x)
+        if not _is_point(self._lin_point, x):
+            self._lin_point = _point_key(x)
             self._lin_x = x.copy()  # the linear program reads x on every product
             self._linear = {}
         linear = self._linear.get(k)
@@ -164,7 +161,7 @@ class Objective:
                 x, "linearized_hvp", k, lambda program: tf.linearized_hvp(program, k))
             y, g, *res = residual_run(x, *data)
             linear = self._linear[k] = (linear_run, (self._lin_x, *data, *res))
-            if self._vg_point is None or not self._vg_point.matches(x):
+            if not _is_point(self._vg_point, x):
                 self._store(x, y, g)
         return linear
 
