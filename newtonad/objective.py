@@ -5,9 +5,10 @@ and ``linearize_hessp`` in scipy's calling conventions. It remembers the last po
 
 * ``fun(x)`` and ``jac(x)`` at the same ``x`` cost one value-and-gradient pass
   (scipy calls them separately);
-* every ``hessp(x, p)`` at one ``x`` reuses one linearisation: the residuals of the
+* ``hessp(x, p)`` at one ``x`` reuses one linearisation: the residuals of the
   forward-over-reverse program are computed once (seed 001's partial evaluation) and
-  each product costs only the linear pass;
+  each product costs only the linear pass. (A first product at a point that has no
+  residuals yet is one whole HVP pass instead; a second product there linearises.)
 * once ``hessp`` has been used, ``fun`` / ``jac`` at a new point run the residual
   program, which yields f, ∇f and the residuals together: a Newton solver pays one
   primal-and-reverse pass per point, not two.
@@ -84,6 +85,7 @@ class Objective:
         self._grad: np.ndarray | None = None
         self._lin_point: tuple | None = None
         self._lin_x: np.ndarray | None = None
+        self._product_point: tuple | None = None  # where hessp ran a whole HVP pass
         self._linear: dict[int | None, tuple] = {}  # at _lin_point, per frame width
         self._runners: dict[tuple, tuple] = {}
         self._vg_runner: tuple | None = None  # (shape, runner, data) of the last value_and_grad
@@ -193,10 +195,19 @@ class Objective:
             k = None  # the solvers' case: one direction, checked without _frame
         else:
             p, k = api._frame(p, x.shape, "p")
-        linear_run, known = self._linearized(x, k)  # one value comparison of x
-        (hv,) = linear_run(*known, p)
         self.nhev += 1 if k is None else k
-        return hv
+        linear = self._linear.get(k) if _is_point(self._lin_point, x) else None
+        if linear is None:
+            if not _is_point(self._product_point, x):
+                # The first product at a point without residuals is one whole HVP pass: a
+                # caller that moves x on every call pays no residual pass. A second
+                # product at the same point linearises, and the rest cost a linear pass.
+                self._product_point = _point_key(x)
+                run, data = self._compiled(x, "hvp", k, lambda program: tf.hvp_program(program, k))
+                return run(x, *data, p)[0]
+            linear = self._linearized(x, k)
+        linear_run, known = linear
+        return linear_run(*known, p)[0]
 
     def hess(self, x: Any) -> np.ndarray:
         """The dense Hessian, shape ``x.shape + x.shape``, from identity frames in chunks."""
