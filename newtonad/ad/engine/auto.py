@@ -21,8 +21,12 @@ from . import compile_program, numpy_eval, register
 HOT_SECONDS = float(os.environ.get("NEWTONAD_HOT_SECONDS", "0.2"))
 
 
-def compile_auto(program: Program) -> Callable[..., tuple]:
-    """A runner that evaluates with NumPy until the program is hot, then with numba."""
+def compile_auto(program: Program, reuse: bool = False) -> Callable[..., tuple]:
+    """A runner that evaluates with NumPy until the program is hot, then with numba.
+
+    ``run.reusing_outputs()`` gives a sibling whose compiled tier reuses its output
+    arrays (see the numba engine); the NumPy tier allocates as it must anyway.
+    """
     reference = numpy_eval.compile_program(program)
     compiled: Callable[..., tuple] | None = None
     spent = 0.0
@@ -36,9 +40,12 @@ def compile_auto(program: Program) -> Callable[..., tuple]:
         spent += time.perf_counter() - start
         if spent > HOT_SECONDS:
             compiled = compile_program(program, "numba")
+            if reuse and hasattr(compiled, "reusing_outputs"):
+                compiled = compiled.reusing_outputs()
         return out
 
     run.program = program  # type: ignore[attr-defined]
+    run.reusing_outputs = lambda: compile_auto(program, reuse=True)  # type: ignore[attr-defined]
     return run
 
 
