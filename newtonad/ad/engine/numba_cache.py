@@ -39,7 +39,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import IO, Any, Callable
 
 import numpy as np
 
@@ -101,11 +101,12 @@ def module_name(source: str) -> str:
     return f"newtonad_kernel_{h.hexdigest()}"
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_atomic(path: Path, write: Callable[[IO], None], mode: str = "w") -> None:
+    """Write a file under a temporary name and rename it into place: readers see all or nothing."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as f:
+            write(f)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -126,7 +127,7 @@ def ensure_source(source: str) -> tuple[str, Path]:
     except (OSError, UnicodeDecodeError):
         current = None
     if current != source:
-        _write_atomic(path, source)
+        _write_atomic(path, lambda f: f.write(source))
     return name, path
 
 
@@ -214,18 +215,8 @@ def write_meta(program: Program, name: str, kernel: Any) -> None:
     try:
         path = meta_path(program)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, meta=np.array(json.dumps(header)),
-                         **{f"c{n}": np.asarray(c) for n, c in enumerate(kernel.consts)})
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        consts = {f"c{n}": np.asarray(c) for n, c in enumerate(kernel.consts)}
+        _write_atomic(path, lambda f: np.savez(f, meta=np.array(json.dumps(header)), **consts), "wb")
     except OSError:
         pass
 
