@@ -9,9 +9,10 @@ Usage::
 The reference is ``scipy.optimize.minimize(method="trust-ncg")`` with hand-written
 numba callbacks for f, ∇f and Hessian-vector products (``benchmarks/hand_numba.py``:
 one fused pass each, the Hessian's three diagonals applied directly). Against it
-run ``newtonad.minimize`` with each native method and its defaults, on a
-``newtonad.Objective`` of the plain-NumPy chained Rosenbrock (``newtonad.problems``)
-built with ``engine="numba"``. Everything runs in one process, the systems
+run the same scipy solver with a ``newtonad.Objective``'s callbacks (the per-call cost
+of newtonad's derivatives shows there), and ``newtonad.minimize`` with each native
+method and its defaults; the Objective is of the plain-NumPy chained Rosenbrock
+(``newtonad.problems``), built with ``engine="numba"``. Everything runs in one process, the systems
 interleaved round by round, after a warm-up that compiles (or loads) every kernel;
 the table gives the median wall time over the rounds and its ratio to the
 reference. A run counts only if it ends within 1e-8 of f* = 0.
@@ -36,6 +37,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 REFERENCE = "scipy trust-ncg + hand numba"
+SCIPY_OBJECTIVE = "scipy trust-ncg + newtonad Objective"  # same solver: per-call cost shows
 METHODS = ["newton-cg", "trust-ncg", "trust-krylov"]
 F_TOL = 1e-8
 
@@ -98,10 +100,11 @@ class Timed:
         return attr
 
 
-def run_reference(n: int, x0: np.ndarray, split: bool) -> dict:
+def run_scipy(n: int, x0: np.ndarray, split: bool, hand: bool) -> dict:
+    """scipy's trust-ncg with the hand kernels' callbacks, or with a newtonad Objective's."""
     import scipy.optimize as so
 
-    obj: Any = HandRosenbrock(n)
+    obj: Any = HandRosenbrock(n) if hand else _objective(n)
     timed = Timed(obj) if split else None
     if timed is not None:
         obj = timed
@@ -112,11 +115,17 @@ def run_reference(n: int, x0: np.ndarray, split: bool) -> dict:
                 inside=timed.inside if timed else None)
 
 
-def run_native(method: str, n: int, x0: np.ndarray, split: bool) -> dict:
+def _objective(n: int) -> Any:
     import newtonad as nad
     from newtonad import problems
 
-    obj: Any = nad.Objective(problems.get("chained-rosenbrock", n=n).fun, engine="numba")
+    return nad.Objective(problems.get("chained-rosenbrock", n=n).fun, engine="numba")
+
+
+def run_native(method: str, n: int, x0: np.ndarray, split: bool) -> dict:
+    import newtonad as nad
+
+    obj: Any = _objective(n)
     timed = Timed(obj) if split else None
     start = time.perf_counter()
     res = nad.minimize(timed if timed is not None else obj, x0.copy(), method=method)
@@ -127,19 +136,17 @@ def run_native(method: str, n: int, x0: np.ndarray, split: bool) -> dict:
 
 def warm_up(n: int, x0: np.ndarray) -> float:
     """Compile (or load from the disk caches) every kernel both systems use."""
-    import newtonad as nad
-    from newtonad import problems
-
     import newtonad.solvers.exact, newtonad.solvers.gltr  # noqa: F401,E401  (import every
     import newtonad.solvers.newton_cg, newtonad.solvers.steihaug  # noqa: F401,E401  solver now)
 
     start = time.perf_counter()
     hand = HandRosenbrock(n)
     hand.fun(x0), hand.jac(x0), hand.hessp(x0, x0)
-    obj = nad.Objective(problems.get("chained-rosenbrock", n=n).fun, engine="numba")
+    obj = _objective(n)
     obj.value_and_grad(x0)
-    obj.hessp(x0, x0)
-    obj.value_and_grad(x0 + 1.0)  # the residual program used once hessp has run
+    obj.hessp(x0, x0)  # a first product at a point: the whole HVP program
+    obj.hessp(x0, x0)  # a second one there: the residual and linear programs
+    obj.value_and_grad(x0 + 1.0)
     return time.perf_counter() - start
 
 
@@ -158,24 +165,24 @@ def main(argv: list[str] | None = None) -> int:
     print(f"chained Rosenbrock, n = {n}, start (-1.2, 1, ...); warm-up {warm_up(n, x0):.1f} s; "
           f"median of {args.rounds} rounds", flush=True)
 
-    systems = [REFERENCE] + [f"newtonad {m}" for m in args.methods]
+    systems = [REFERENCE, SCIPY_OBJECTIVE] + [f"newtonad {m}" for m in args.methods]
     runs: dict[str, list[dict]] = {s: [] for s in systems}
 
     def one(system: str, split: bool) -> dict:
-        if system == REFERENCE:
-            return run_reference(n, x0, split)
+        if system in (REFERENCE, SCIPY_OBJECTIVE):
+            return run_scipy(n, x0, split, hand=system == REFERENCE)
         return run_native(system.split()[-1], n, x0, split)
 
     for r in range(args.rounds):
         for system in systems:
             out = one(system, False)
             runs[system].append(out)
-            print(f"  round {r + 1}: {system:32s} {out['time']:8.2f} s  nit {out['nit']}",
+            print(f"  round {r + 1}: {system:36s} {out['time']:8.2f} s  nit {out['nit']}",
                   file=sys.stderr, flush=True)
     split = {s: one(s, True) for s in systems} if args.split else {}
 
     ref = statistics.median(r["time"] for r in runs[REFERENCE])
-    head = (f"| {'solver':32s} | {'nit':>6s} | {'nfev':>6s} | {'nhev':>7s} | {'f':>9s} | "
+    head = (f"| {'solver':36s} | {'nit':>6s} | {'nfev':>6s} | {'nhev':>7s} | {'f':>9s} | "
             f"{'time (s)':>8s} | {'ratio':>5s} | {'ms/it':>6s} |")
     if split:
         head += f" {'solver ms/it':>12s} |"
@@ -185,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         last = runs[system][-1]
         med = statistics.median(r["time"] for r in runs[system])
         ok = all(r["fun"] <= F_TOL for r in runs[system])
-        row = (f"| {system:32s} | {last['nit']:6d} | {last['nfev']:6d} | {last['nhev']:7d} | "
+        row = (f"| {system:36s} | {last['nit']:6d} | {last['nfev']:6d} | {last['nhev']:7d} | "
                f"{last['fun']:9.2e}{'' if ok else '*'} | {med:8.2f} | {med / ref:5.2f} | "
                f"{1e3 * med / max(last['nit'], 1):6.3f} |")
         if split:
