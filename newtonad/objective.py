@@ -110,8 +110,10 @@ class Objective:
         return x
 
     # ---- value and gradient ------------------------------------------------------------
-    def _evaluate(self, x: np.ndarray) -> None:
-        """Make ``self._value`` and ``self._grad`` those at ``x`` (a float64 array)."""
+    def _evaluate(self, x: Any) -> None:
+        """Make ``self._value`` and ``self._grad`` those at ``x``."""
+        if x.__class__ is not np.ndarray or x.dtype is not _FLOAT64:  # _check, inlined:
+            x = api._as_point(x)  # this is the per-call path of fun and jac
         if _is_point(self._vg_point, x):
             return
         if self._second_order:
@@ -137,17 +139,17 @@ class Objective:
 
     def value_and_grad(self, x: Any) -> tuple[float, np.ndarray]:
         """``(f(x), ∇f(x))`` from one pass; for ``scipy.optimize.minimize(jac=True)``."""
-        self._evaluate(self._check(x))
+        self._evaluate(x)
         return float(self._value), self._grad.copy()
 
     def fun(self, x: Any) -> float:
         """``f(x)``; the gradient at ``x`` is computed in the same pass and kept."""
-        self._evaluate(self._check(x))
+        self._evaluate(x)
         return float(self._value)
 
     def jac(self, x: Any) -> np.ndarray:
         """``∇f(x)``, shaped like ``x``; free after ``fun`` at the same ``x``."""
-        self._evaluate(self._check(x))
+        self._evaluate(x)
         return self._grad.copy()
 
     # ---- second order --------------------------------------------------------------------
