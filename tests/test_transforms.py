@@ -15,6 +15,18 @@ from newtonad.ad.engine.numpy_eval import evaluate
 
 from .helpers import assert_close, central_jvp, check_hvp, check_jvp, check_vjp_vs_jvp
 
+
+@pytest.fixture(autouse=True, scope="module")
+def reference_engine():
+    """Transforms are checked on the reference evaluator, whatever NEWTONAD_ENGINE says;
+    test_engine checks the compiled engines against it (a numba compile per random
+    program here would add minutes and test nothing about the transforms)."""
+    from newtonad import api
+
+    saved, api.DEFAULT_ENGINE = api.DEFAULT_ENGINE, "numpy"
+    yield
+    api.DEFAULT_ENGINE = saved
+
 # ---- random programs composed from primitives ----------------------------------------------
 
 UNARY = [np.sin, np.cos, np.tanh, np.arctan, lambda v: v * v, lambda v: np.exp(-v * v),
