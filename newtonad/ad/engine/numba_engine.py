@@ -193,14 +193,16 @@ def run({params}*, out=None):
 '''
 
 
-def make_runner(fn: Callable, kernel: Kernel, reuse: bool = False,
-                arenas: list[np.ndarray] | None = None) -> Callable[..., tuple]:
+def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any = None,
+                reuse: bool = False, arenas: list[np.ndarray] | None = None) -> Callable[..., tuple]:
     """The Python wrapper around a compiled kernel: checks inputs, provides outputs.
 
     Outputs are fresh arrays per call, or with ``reuse`` the same arrays every call.
     ``run.reusing_outputs()`` gives a second runner of the same kernel that reuses its
     own outputs, so opting in never changes what other holders of ``run`` receive.
-    ``arenas`` (the intermediates' buffers) are shared with such siblings.
+    ``arenas`` (the intermediates' buffers) are shared with such siblings;
+    ``dispatcher`` and ``path`` (numba's dispatcher, the kernel's source file) are kept
+    on the runner for inspection.
     """
     n_in, n_out = len(kernel.in_specs), len(kernel.out_specs)
     ns: dict[str, Any] = {"kernel": fn, "ndarray": np.ndarray, "empty": np.empty,
@@ -246,17 +248,10 @@ def make_runner(fn: Callable, kernel: Kernel, reuse: bool = False,
         args=", ".join([f"x{j}" for j in range(n_in)] + [f"o{j}" for j in range(n_out)] + extra))
     exec(compile(src, "<newtonad numba runner>", "exec"), ns)
     run = ns["run"]
-    run.kernel = fn
+    run.kernel, run.dispatcher, run.path = fn, dispatcher, path
     run.source = kernel.source
     run.n_inputs = n_in
-    run.reuses_outputs = reuse
-
-    def reusing_outputs() -> Callable[..., tuple]:
-        sibling = make_runner(fn, kernel, reuse=True, arenas=arenas)
-        sibling.dispatcher, sibling.path = getattr(run, "dispatcher", None), getattr(run, "path", None)
-        return sibling
-
-    run.reusing_outputs = reusing_outputs
+    run.reusing_outputs = lambda: make_runner(fn, kernel, dispatcher, path, reuse=True, arenas=arenas)
     return run
 
 
@@ -269,11 +264,9 @@ def _load_cached(program: Program) -> Callable[..., tuple] | None:
     name, path, kernel = found
     try:
         fn, dispatcher, path = load(kernel, (name, path))
-        run = make_runner(fn, kernel)
+        return make_runner(fn, kernel, dispatcher, path)
     except Exception:
         return None
-    run.dispatcher, run.path = dispatcher, path
-    return run
 
 
 @functools.lru_cache(maxsize=256)
@@ -299,9 +292,7 @@ def compile_program(program: Program) -> Callable[..., tuple]:
     except Exception as e:  # a numba failure must not take the user's program down
         return _fallback(program, f"compilation failed ({type(e).__name__}: {e})")
     cache.write_meta(program, path.stem, kernel)
-    run = make_runner(fn, kernel)
-    run.dispatcher, run.path = dispatcher, path
-    return run
+    return make_runner(fn, kernel, dispatcher, path)
 
 
 register("numba", compile_program)
