@@ -110,10 +110,8 @@ class Objective:
         return x
 
     # ---- value and gradient ------------------------------------------------------------
-    def _evaluate(self, x: Any) -> None:
-        """Make ``self._value`` and ``self._grad`` those at ``x``."""
-        if x.__class__ is not np.ndarray or x.dtype is not _FLOAT64:  # _check, inlined:
-            x = api._as_point(x)  # this is the per-call path of fun and jac
+    def _evaluate(self, x: np.ndarray) -> None:
+        """Make ``self._value`` and ``self._grad`` those at ``x`` (a checked point)."""
         if _is_point(self._vg_point, x):
             return
         if self._second_order:
@@ -139,17 +137,17 @@ class Objective:
 
     def value_and_grad(self, x: Any) -> tuple[float, np.ndarray]:
         """``(f(x), ∇f(x))`` from one pass; for ``scipy.optimize.minimize(jac=True)``."""
-        self._evaluate(x)
+        self._evaluate(self._check(x))
         return float(self._value), self._grad.copy()
 
     def fun(self, x: Any) -> float:
         """``f(x)``; the gradient at ``x`` is computed in the same pass and kept."""
-        self._evaluate(x)
+        self._evaluate(self._check(x))
         return float(self._value)
 
     def jac(self, x: Any) -> np.ndarray:
         """``∇f(x)``, shaped like ``x``; free after ``fun`` at the same ``x``."""
-        self._evaluate(x)
+        self._evaluate(self._check(x))
         return self._grad.copy()
 
     # ---- second order --------------------------------------------------------------------
@@ -157,7 +155,8 @@ class Objective:
         """``(linear runner, its inputs before V)`` at x for frames of width k (None: one vector)."""
         if not _is_point(self._lin_point, x):
             self._lin_point = _point_key(x)
-            self._lin_x = x.copy()  # the linear program reads x on every product
+            kept = self._lin_point[1]  # a large point's key is already a private copy
+            self._lin_x = kept if kept.__class__ is np.ndarray else x.copy()  # read per product
             self._linear = {}
         linear = self._linear.get(k)
         if linear is None:
