@@ -161,7 +161,7 @@ def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int,
     all (constants) are recomputed wherever needed instead of being passed along.
     Without ``remat`` every known value the unknown steps read is a residual; with
     ``remat`` the residuals are chosen by :func:`.remat.choose` – a few stored values
-    (possibly known inputs such as ``x`` itself) from which the unknown program
+    (with the known inputs, such as ``x`` itself) from which the unknown program
     recomputes the cheap elementwise rest.
 
     Returns ``(known_program, unknown_program)``: the known program takes the known
@@ -185,7 +185,8 @@ def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int,
 
     known_in = [i for i, k in zip(program.inputs, known) if k]
     unknown_in = [i for i, k in zip(program.inputs, known) if not k]
-    residuals = [i for i in residuals if i not in set(known_in)]
+    passed = set(known_in)
+    residuals = [i for i in residuals if i not in passed]
 
     roots = _tracers([program.slots[i] for i in known_in])
     env = dict(zip(known_in, roots))
