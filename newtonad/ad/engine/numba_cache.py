@@ -90,15 +90,19 @@ def engine_fingerprint() -> str:
     return h.hexdigest()
 
 
+def _digest(*parts: str) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
 def module_name(source: str) -> str:
     """The kernel module's name: a digest of the environment and the source, which fixes
     the compiled code (constants are arguments, so programs differing only in their
     constants share one kernel)."""
-    h = hashlib.blake2b(digest_size=16)
-    for part in (environment_tag(), source):
-        h.update(part.encode())
-        h.update(b"\0")
-    return f"newtonad_kernel_{h.hexdigest()}"
+    return f"newtonad_kernel_{_digest(environment_tag(), source)}"
 
 
 def _write_atomic(path: Path, write: Callable[[IO], None], mode: str = "w") -> None:
@@ -190,11 +194,8 @@ class CachedKernel:
 
 def meta_path(program: Program) -> Path:
     """Where the metadata of ``program``'s kernel lives (for this environment and engine)."""
-    h = hashlib.blake2b(digest_size=16)
-    for part in (environment_tag(), engine_fingerprint(), program.key):
-        h.update(part.encode())
-        h.update(b"\0")
-    return cache_dir() / "kernels" / f"newtonad_meta_{h.hexdigest()}.meta.npz"
+    digest = _digest(environment_tag(), engine_fingerprint(), program.key)
+    return cache_dir() / "kernels" / f"newtonad_meta_{digest}.meta.npz"
 
 
 def _specs(specs: Any) -> list[Spec]:
