@@ -32,23 +32,20 @@ _SMALL_POINT_SIZE = 2048
 _FLOAT64 = np.dtype(np.float64)
 
 
-def _point_key(x: np.ndarray) -> tuple:
-    """What the last point is remembered by (scipy passes copies of ``x``, so by value).
+def _new_key(key: tuple | None, x: np.ndarray) -> tuple | None:
+    """``None`` when ``x`` equals the point ``key`` was made from, else the key of ``x``.
 
-    Small points keep only their bytes, so the test is one bytes comparison; larger ones
-    keep a copy compared elementwise, which costs little next to the program run there.
+    A point is remembered by value (scipy passes copies of ``x``): small points by their
+    bytes, so the test is one bytes comparison, made once per call; larger ones by a
+    private copy compared elementwise (copied only on a miss), which costs little next
+    to the program run there.
     """
-    return x.shape, (x.tobytes() if x.size <= _SMALL_POINT_SIZE else x.copy())
-
-
-def _is_point(key: tuple | None, x: np.ndarray) -> bool:
-    """Whether ``x`` equals the point ``key`` was made from."""
-    if key is None or x.shape != key[0]:
-        return False
-    data = key[1]
-    if data.__class__ is bytes:
-        return x.tobytes() == data
-    return bool((x == data).all())
+    if x.size <= _SMALL_POINT_SIZE:
+        new = (x.shape, x.tobytes())
+        return None if new == key else new  # a shape mismatch ends the comparison
+    if key is not None and key[0] == x.shape and bool((x == key[1]).all()):
+        return None
+    return (x.shape, x.copy())
 
 
 class Objective:
@@ -80,7 +77,7 @@ class Objective:
         self.args = tuple(api._as_data(a) for a in args)
         self.engine = api._engine(engine)
         self.nfev = self.njev = self.nhev = 0
-        self._vg_point: tuple | None = None  # the _point_key of the point below
+        self._vg_point: tuple | None = None  # the _new_key of the point below
         self._value: Any = 0.0  # f there (a 0-d array until fun asks for a float)
         self._grad: np.ndarray | None = None
         self._lin_point: tuple | None = None
@@ -112,7 +109,8 @@ class Objective:
     # ---- value and gradient ------------------------------------------------------------
     def _evaluate(self, x: np.ndarray) -> None:
         """Make ``self._value`` and ``self._grad`` those at ``x`` (a checked point)."""
-        if _is_point(self._vg_point, x):
+        key = _new_key(self._vg_point, x)
+        if key is None:
             return
         if self._second_order:
             # Newton-type use: the pass that gives f and ∇f also keeps the residuals of
@@ -126,12 +124,12 @@ class Objective:
             run = run.reusing_outputs() if hasattr(run, "reusing_outputs") else run
             vg = self._vg_runner = (x.shape, run, data)
         y, g = vg[1](x, *vg[2])
-        self._store(x, y, g)
+        self._store(key, y, g)
 
-    def _store(self, x: np.ndarray, y: Any, g: np.ndarray) -> None:
+    def _store(self, key: tuple, y: Any, g: np.ndarray) -> None:
         self.nfev += 1
         self.njev += 1
-        self._vg_point = _point_key(x)
+        self._vg_point = key
         self._value = y
         self._grad = g  # the runner's array; handed out as copies
 
@@ -153,9 +151,10 @@ class Objective:
     # ---- second order --------------------------------------------------------------------
     def _linearized(self, x: np.ndarray, k: int | None) -> tuple[Callable, tuple]:
         """``(linear runner, its inputs before V)`` at x for frames of width k (None: one vector)."""
-        if not _is_point(self._lin_point, x):
-            self._lin_point = _point_key(x)
-            kept = self._lin_point[1]  # a large point's key is already a private copy
+        key = _new_key(self._lin_point, x)
+        if key is not None:
+            self._lin_point = key
+            kept = key[1]  # a large point's key is already a private copy
             self._lin_x = kept if kept.__class__ is np.ndarray else x.copy()  # read per product
             self._linear = {}
         linear = self._linear.get(k)
@@ -164,8 +163,9 @@ class Objective:
                 x, "linearized_hvp", k, lambda program: tf.linearized_hvp(program, k))
             y, g, *res = residual_run(x, *data)
             linear = self._linear[k] = (linear_run, (self._lin_x, *data, *res))
-            if not _is_point(self._vg_point, x):
-                self._store(x, y, g)
+            vg_key = _new_key(self._vg_point, x)
+            if vg_key is not None:
+                self._store(vg_key, y, g)
         return linear
 
     def linearize_hessp(self, x: Any) -> Callable[[np.ndarray], np.ndarray]:
@@ -197,13 +197,14 @@ class Objective:
         else:
             p, k = api._frame(p, x.shape, "p")
         self.nhev += 1 if k is None else k
-        linear = self._linear.get(k) if _is_point(self._lin_point, x) else None
+        linear = self._linear.get(k) if _new_key(self._lin_point, x) is None else None
         if linear is None:
-            if not _is_point(self._product_point, x):
+            product_key = _new_key(self._product_point, x)
+            if product_key is not None:
                 # The first product at a point without residuals is one whole HVP pass: a
                 # caller that moves x on every call pays no residual pass. A second
                 # product at the same point linearises, and the rest cost a linear pass.
-                self._product_point = _point_key(x)
+                self._product_point = product_key
                 run, data = self._compiled(x, "hvp", k, lambda program: tf.hvp_program(program, k))
                 return run(x, *data, p)[0]
             linear = self._linearized(x, k)
