@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# numba compiles dominate the test suite: one pytest worker per core
+TEST_WORKERS ?= auto
 
 .PHONY: demo test install clean docs bench
 
@@ -19,7 +21,7 @@ demo: $(STAMP)
 	$(PY) -m newtonad demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html

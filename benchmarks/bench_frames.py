@@ -8,8 +8,8 @@ k = 1, 2, 4, ..., 64 and n = 1e3, 1e5.
 
 The workloads (chained Rosenbrock and its residual map) are defined once in
 :mod:`newtonad.cli.workloads`, shared with ``newtonad bench`` and the docs. The
-engine is the compiled one (``numba``): the default ``auto`` engine switches to it
-only once a program is hot, which would mix two engines in one series.
+engine is named (``numba``, the default) rather than inherited, so that a
+``NEWTONAD_ENGINE`` setting cannot mix two engines in one series.
 """
 
 from newtonad.cli.workloads import KS, NS, best_time, frame_runner, value_and_grad_runner

@@ -23,8 +23,9 @@ from .ad.engine import compile_program
 from .ad.program import Program, Slot
 from .ad.trace import Var, const_var, interpret, trace_function
 
-# "auto": NumPy evaluation until a program is hot, then a compiled numba kernel.
-DEFAULT_ENGINE = os.environ.get("NEWTONAD_ENGINE", "auto")
+# "numba": fused kernels compiled on first use and kept in the disk cache. "auto" (NumPy
+# until a program is hot, then numba) and "numpy" (the reference evaluator) are opt-ins.
+DEFAULT_ENGINE = os.environ.get("NEWTONAD_ENGINE", "numba")
 _FRAME_BUDGET = 1 << 24  # elements per frame chunk in jacobian / hessian (128 MiB of float64)
 
 
