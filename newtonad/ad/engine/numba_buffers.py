@@ -5,6 +5,11 @@ runner allocates once and passes to every call, so nothing is allocated per call
 the generated kernel only carves views. Two intermediates share memory when their
 live ranges (first writing item to last reading item) do not overlap: first-fit
 placement in order of first use.
+
+In a row-blocked region (see :mod:`.numba_plan`) every slot the region touches is
+live over the whole region, intermediates that exist only inside it take one block
+of rows, and the temporary of an einsum summed over blocks is a buffer of its own
+(a negative ``slot``, ``-1 - output``).
 """
 
 from __future__ import annotations

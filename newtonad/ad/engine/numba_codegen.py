@@ -10,6 +10,16 @@ Loops follow the plan's iteration spaces, frame columns innermost. A short inner
 axis (the k <= ``UNROLL`` columns of a small frame) is written out instead, column by
 column, so that LLVM vectorises the spatial loop around it – the per-element work
 shared by all columns included – rather than a loop of two or three iterations.
+
+A row-blocked region (:class:`~.numba_plan.RowBlock`) becomes one loop
+``for r0 in range(0, M, B)`` preceded by a comment naming the block size, the row
+axis and the inputs it reads once per block. Each block starts by carving its views:
+``k<i> = b<i>[r0:r0 + nb]`` for whole arrays (inputs, outputs), ``k<i> = b<i>[:nb]``
+for slots that hold one block (arena buffers of B rows); the items inside address
+``k<i>``, loop over ``range(nb)`` rows and run their products on ``nb``-row views. An
+einsum contracting the rows writes the first block's product to its output and adds
+the later ones from a temporary ``w<i>``. Everything a region touches is live over the
+whole region in the arena plan, since its loop revisits every item.
 """
 
 from __future__ import annotations
@@ -25,7 +35,8 @@ import numpy as np
 from ..program import ArrayConst, Program, Step
 from .numba_buffers import Buffer, place
 from .numba_ops import EXPRESSIONS, PASS_THROUGH, literal
-from .numba_plan import ELEMENTWISE, Dim, IMap, Nest, Plan, Sink, map_vars, operand_maps
+from .numba_plan import (ELEMENTWISE, Dim, IMap, Nest, Plan, RowBlock, Sink, map_vars, matmul_form,
+                         operand_maps)
 from .numba_plan import segments as plan_segments
 
 FASTMATH = ("contract", "reassoc", "nsz", "arcp")  # never nnan / ninf: isnan must keep working
@@ -81,6 +92,10 @@ class Generator:
         self.reads: dict[int, set[int]] = {}   # item -> base slots read
         self.writes: dict[int, set[int]] = {}  # item -> base slots written
         self.flat: set[int] = set()            # stored slots also read through a flat view
+        self.region: RowBlock | None = None    # the row-blocked region being written
+        self.block_flat: set[int] = set()      # its blocked slots read through a flat view
+        self.local: dict[int, int] = {}        # slots living one block at a time -> block rows
+        self.temps: dict[int, int] = {}        # einsums summed over blocks -> temp size
 
     # -- names ---------------------------------------------------------------------------
     def is_scalar(self, i: int) -> bool:
@@ -92,13 +107,28 @@ class Generator:
         return i
 
     def name(self, i: int) -> str:
-        return f"r{i}" if self.is_scalar(i) else f"b{i}"
+        return f"r{i}" if self.is_scalar(i) else self.array(i)
+
+    def blocked(self, i: int) -> bool:
+        """Slot ``i`` is accessed one block of rows at a time here (in a region)."""
+        return self.region is not None and i in self.region.blocked
+
+    def array(self, i: int) -> str:
+        """The array holding stored slot ``i``: ``k<i>`` (its block) in a region, else ``b<i>``."""
+        return f"k{i}" if self.blocked(i) else f"b{i}"
+
+    def size(self, i: int) -> str:
+        """The number of elements of slot ``i`` here (of its block in a region)."""
+        if not self.blocked(i):
+            return str(self.slots[i].size)
+        rest = int(np.prod(self.slots[i].shape[1:], dtype=np.int64))
+        return "nb" if rest == 1 else f"nb * {rest}"
 
     def ref(self, i: int, index: str) -> str:
         """Element ``index`` of stored slot ``i`` (a local for scalars)."""
         if i in self.plan.literals:
             return literal(self.plan.literals[i], self.slots[i].dtype)
-        return f"r{i}" if self.is_scalar(i) else f"b{i}[{index}]"
+        return f"r{i}" if self.is_scalar(i) else f"{self.array(i)}[{index}]"
 
     def extent(self, value: int) -> str:
         """A loop bound read at run time (``n<value>``), not a literal.
@@ -125,6 +155,8 @@ class Generator:
         for n, item in enumerate(self.plan.items):
             if isinstance(item, Nest):
                 body += nest_lines(self, n, item)
+            elif isinstance(item, RowBlock):
+                body += self.row_block(n, item)
             else:
                 body += self.opaque(n, item.step)
         end = len(self.plan.items)
@@ -217,17 +249,24 @@ class Generator:
                 first.setdefault(b, item)
                 last[b] = max(last.get(b, item), item)
         external = set(p.inputs) | set(plan.const_arrays)
-        buffers = [Buffer(b, self.slots[b].dtype, self.slots[b].size, first[b], last[b])
+        buffers = [Buffer(b, self.slots[b].dtype, self._buffer_size(b), first[b], last[b])
                    for b in first if b not in external and b not in storage and not self.is_scalar(b)]
+        # the temporaries of einsums summed over row blocks (slot -1 - out), live with out
+        buffers += [Buffer(-1 - o, self.slots[o].dtype, size, first[o], last[o])
+                    for o, size in self.temps.items()]
         offsets, sizes = place(buffers)
         for b, expr in storage.items():
             lines.append(f"b{b} = {expr}")
         for buf in sorted(buffers, key=lambda b: b.slot):
             off = offsets[buf.slot]
-            lines.append(f"b{buf.slot} = {ARENA_NAME[buf.dtype]}[{off}:{off + buf.size}]"
-                         f".reshape({self.slots[buf.slot].shape!r})")
+            slot = buf.slot if buf.slot >= 0 else -1 - buf.slot
+            shape = self.slots[slot].shape
+            if slot in self.local:  # one block of rows
+                shape = (self.local[slot],) + shape[1:]
+            name = f"b{slot}" if buf.slot >= 0 else f"w{slot}"
+            lines.append(f"{name} = {ARENA_NAME[buf.dtype]}[{off}:{off + buf.size}].reshape({shape!r})")
         for v, src in plan.views.items():
-            if self.base(v) in first or self.base(v) in external:
+            if (self.base(v) in first or self.base(v) in external) and self.base(v) not in self.local:
                 lines.append(f"b{v} = b{src}.reshape({self.slots[v].shape!r})")
         for i in sorted(self.flat):  # see NestWriter.load
             lines.append(f"b{i}f = b{i}.reshape({self.slots[i].size})")
@@ -241,7 +280,10 @@ class Generator:
         self._write(item, step.output)
         lines = [f"# {describe(self.p, step)}"]
         name = step.primitive.name
-        if name == "einsum":
+        if self.region is not None and self.base(step.output) in self.region.summed:
+            lines[0] += "  (summed over row blocks)"
+            lines += self.summed_einsum(step)
+        elif name == "einsum":
             lines += self.einsum(step)
         elif name == "gather":
             lines += self.gather(step)
@@ -263,7 +305,13 @@ class Generator:
         return f"b{i}.reshape(({a}, {shape[axis]}, {b}))"
 
     def _flat(self, i: int) -> str:
-        return f"b{i}.reshape({self.slots[i].size})"
+        return f"{self.array(i)}.reshape({self.size(i)})"
+
+    def _buffer_size(self, b: int) -> int:
+        """Arena elements of slot ``b``: one block of rows for region-local slots."""
+        if b in self.local:
+            return self.local[b] * int(np.prod(self.slots[b].shape[1:], dtype=np.int64))
+        return self.slots[b].size
 
     def _fill(self, i: int, value: Any) -> str:
         lit = literal(value, self.slots[i].dtype)
@@ -291,48 +339,98 @@ class Generator:
         lines.append(f"{indent}{self.ref(out, ', '.join(var[c] for c in so))} {op} {ra} * {rb}")
         return lines
 
-    def _blas(self, a: int, b: int, sa: str, sb: str, so: str, out: int) -> list[str] | None:
-        """``np.dot`` on 2-D views when the contraction is one matrix product."""
+    def _blas(self, a: int, b: int, sa: str, sb: str, so: str, out: int,
+              target: str | None = None) -> list[str] | None:
+        """``np.dot`` on 2-D views when the contraction is one matrix product.
+
+        In a row-blocked region the row axis of blocked operands counts ``nb`` rows;
+        ``target`` replaces the output array (the temporary of a summed einsum).
+        """
         slots = self.slots
         if any(slots[i].dtype != "float64" or slots[i].shape == () or slots[i].size == 0
                for i in (a, b, out)):
             return None
-        A, B, O = set(sa), set(sb), set(so)
-        if A & B & O or (A - B - O) or (B - A - O):
+        form = matmul_form(sa, sb, so)
+        if form is None:
             return None
-        contracted = [c for c in sa if c in B]
-        if [c for c in sb if c in A] != contracted:
-            return None
-        fa = [c for c in so if c in A]
-        fb = [c for c in so if c in B]
-        if list(so) == fa + fb:
-            left, right = (a, sa, fa), (b, sb, fb)
-        elif list(so) == fb + fa:
-            left, right = (b, sb, fb), (a, sa, fa)
-        else:
-            return None
-        sizes = {c: n for subs, i in ((sa, a), (sb, b)) for c, n in zip(subs, slots[i].shape)}
+        sizes: dict[str, Any] = {}
+        for subs, i in ((sa, a), (sb, b), (so, out)):
+            for n, (c, extent) in enumerate(zip(subs, slots[i].shape)):
+                if n == 0 and self.blocked(i):
+                    sizes[c] = "nb"
+                else:
+                    sizes.setdefault(c, extent)
 
-        def count(letters):
-            return int(np.prod([sizes[c] for c in letters], dtype=np.int64))
+        def count(letters: str) -> str:
+            n = int(np.prod([sizes[c] for c in letters if sizes[c] != "nb"], dtype=np.int64))
+            if any(sizes[c] == "nb" for c in letters):
+                return "nb" if n == 1 else f"nb * {n}"
+            return str(n)
 
-        nc = count(contracted)
+        nc = count(form.contracted)
+        left, right = (a, b) if form.left == 0 else (b, a)
+        fl, fr = form.free
+        ml = (f"{self.array(left)}.reshape(({nc}, {count(fl)})).T" if form.transposed[0]
+              else f"{self.array(left)}.reshape(({count(fl)}, {nc}))")
+        mr = (f"{self.array(right)}.reshape(({count(fr)}, {nc})).T" if form.transposed[1]
+              else f"{self.array(right)}.reshape(({nc}, {count(fr)}))")
+        dest = target or self.array(out)
+        return [f"np.dot({ml}, {mr}, {dest}.reshape(({count(fl)}, {count(fr)})))"]
 
-        def matrix(operand, want_free_first: bool) -> str | None:
-            i, subs, free = operand
-            nf = count(free)
-            if list(subs) == free + contracted:
-                m = f"b{i}.reshape(({nf}, {nc}))"
-                return m if want_free_first else m + ".T"
-            if list(subs) == contracted + free:
-                m = f"b{i}.reshape(({nc}, {nf}))"
-                return m + ".T" if want_free_first else m
-            return None
+    def summed_einsum(self, step: Step) -> list[str]:
+        """An einsum contracting the row axis, in a region: the first block's product is
+        written to the output, the next ones' to a temporary added to it."""
+        a, b = step.inputs
+        out = step.output
+        (sa, sb), so = step.kwargs["spec"].split("->")[0].split(","), step.kwargs["spec"].split("->")[1]
+        size = self.slots[out].size
+        self.temps[self.base(out)] = size
+        first = self._blas(a, b, sa, sb, so, out)
+        later = self._blas(a, b, sa, sb, so, out, target=f"w{self.base(out)}")
+        assert first is not None and later is not None  # the planner checked matmul_form
+        return ["if r0 == 0:", *("    " + line for line in first), "else:",
+                *("    " + line for line in later),
+                f"    acc = b{out}.reshape({size})",
+                f"    add = w{self.base(out)}.reshape({size})",
+                f"    for e in range({size}):",
+                "        acc[e] += add[e]"]
 
-        ml, mr = matrix(left, True), matrix(right, False)
-        if ml is None or mr is None:
-            return None
-        return [f"np.dot({ml}, {mr}, b{out}.reshape(({count(left[2])}, {count(right[2])})))"]
+    def row_block(self, item: int, region: RowBlock) -> list[str]:
+        """The loop over blocks of rows running the items of ``region`` on each block.
+
+        Every slot the region touches is recorded as read and written by the region
+        as a whole (item ``item``): arrays carried from one block to the next (sums,
+        whole outputs) and the row-invariant inputs then stay live over all blocks.
+        """
+        rows, block = region.rows, region.block
+        shared = ", ".join(f"s{i}" for i in region.shared)
+        lines = [f"# ---- row blocks of {block} over axis of {rows}: {shared} read once per block"]
+        for t in region.inits:  # sums over the rows start before the first block
+            lines.append(self._fill(t, self.plan.init[t]))
+        for b in region.local:
+            self.local[b] = block
+        self.region, self.block_flat = region, set()
+        body: list[str] = []
+        for sub in region.items:
+            if isinstance(sub, Nest):
+                body += nest_lines(self, item, sub)
+            else:
+                body += self.opaque(item, sub.step)
+        views: list[str] = []
+        for i in sorted(region.blocked - set(self.plan.views)):
+            self._read(item, i)
+            src = f"b{i}[:nb]" if i in region.local else f"b{i}[r0:r0 + nb]"
+            views.append(f"k{i} = {src}")
+        for v, src in self.plan.views.items():
+            if v in region.blocked:
+                shape = ("nb",) + tuple(str(n) for n in self.slots[v].shape[1:])
+                views.append(f"k{v} = k{src}.reshape(({', '.join(shape)},))")
+        for i in sorted(self.block_flat):
+            views.append(f"k{i}f = k{i}.reshape({self.size(i)})")
+        self.region = None
+        lines += [f"for r0 in range(0, {rows}, {block}):",
+                  f"    nb = min({block}, {rows} - r0)"]
+        return lines + ["    " + line for line in views + body]
 
     def gather(self, step: Step) -> list[str]:
         x, idx = step.inputs
@@ -474,7 +572,7 @@ class NestWriter:
             if src != "0":
                 terms.append(src)
             stride *= n
-        return f"b{i}f[{' + '.join(reversed(terms)) or '0'}]"
+        return f"{g.array(i)}f[{' + '.join(reversed(terms)) or '0'}]"
 
     def value(self, i: int, m: IMap, compute: bool = False) -> tuple[str, int]:
         """Source of slot ``i`` at index map ``m``, and the loop depth it needs.
@@ -593,7 +691,8 @@ class NestWriter:
         Bounds are ints, or source strings (the boundary loops read them from a table).
         """
         out: list[str] = []
-        self.g.flat |= self.flat
+        for i in self.flat:  # flat views of blocks are made per block (Generator.row_block)
+            (self.g.block_flat if self.g.blocked(i) else self.g.flat).add(i)
         deepest = max((d for d, _, _, _ in self.stmts), default=0)
 
         def emit_stmts(d: int, indent: str, after: bool) -> None:
@@ -611,6 +710,8 @@ class NestWriter:
             emit_stmts(d, indent, after=False)
             if d < deepest:
                 lo, hi = box[d]
+                if d == 0 and self.g.region is not None:  # the rows of this block
+                    lo, hi = 0, "nb"
                 if d == deepest - 1 and isinstance(hi, int) and self.levels == len(self.nest.space):
                     # innermost: see Generator.extent (the start stays a literal: LLVM
                     # then proves shifted indices are non-negative and drops numba's
@@ -690,7 +791,10 @@ def nest_lines(gen: Generator, item: int, nest: Nest) -> list[str]:
     split falls in an axis that some sink does not loop over, every piece is written
     out instead (such a sink must run once, in the piece that starts its deeper ranges).
     """
-    out = [f"# ---- loop nest over {nest.space}"]
+    space = str(nest.space)
+    if gen.region is not None:  # in a row-blocked region the rows are those of the block
+        space = "(" + ", ".join(["nb", *map(str, nest.space[1:])]) + ("," * (len(nest.space) == 1)) + ")"
+    out = [f"# ---- loop nest over {space}"]
     for t in nest.inits:
         out.append(gen._fill(t, gen.plan.init[t]))
     segments = plan_segments(nest.sinks)

@@ -1,0 +1,190 @@
+"""Row-blocked regions of the numba engine agree with the NumPy reference engine.
+
+Programs of matrix-product objectives (L2 logistic regression, least squares) run
+their products and elementwise nests block by block over the rows of ``X``
+(:class:`newtonad.ad.engine.numba_plan.RowBlock`). The block size is made small here
+(``ROW_BLOCK``) so regions form at small sizes; every case checks that the region did
+(or did not) form, from the generated source, and compares all outputs with the
+reference evaluator to 1e-12.
+
+Kernels are lowered and loaded directly (``lower`` / ``load`` / ``make_runner``), not
+through ``compile_program``: its per-program metadata cache and ``lru_cache`` do not
+key on the block settings.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import newtonad as nad
+from newtonad.ad import transforms as tf
+from newtonad.ad.engine import numba_engine, numba_plan, numpy_eval
+from newtonad.ad.program import Program
+
+RTOL = 1e-12
+BLOCK = 16
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernel_cache(tmp_path_factory):
+    """One fresh kernel cache for this module (unless the caller chose one)."""
+    old = os.environ.get("NEWTONAD_CACHE_DIR")
+    if old is None:
+        os.environ["NEWTONAD_CACHE_DIR"] = str(tmp_path_factory.mktemp("newtonad-cache"))
+    yield
+    if old is None:
+        os.environ.pop("NEWTONAD_CACHE_DIR", None)
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of ``BLOCK`` rows, regions from two blocks on."""
+    monkeypatch.setattr(numba_plan, "ROW_BLOCK", BLOCK)
+    monkeypatch.setattr(numba_plan, "ROW_BLOCK_MIN_BLOCKS", 2)
+
+
+def logistic(w, X, y, lam):
+    return np.sum(np.logaddexp(0, -y * (X @ w))) + 0.5 * lam * (w @ w)
+
+
+def least_squares(x, A, b):
+    return 0.5 * np.sum((A @ x - b) ** 2)
+
+
+def logistic_data(m: int, n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, n)) / np.sqrt(n)
+    y = np.sign(rng.normal(size=m))
+    return rng.normal(size=n), (X, y, np.array(1e-2))
+
+
+def lstsq_data(m: int, n: int, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=n), (rng.normal(size=(m, n)), rng.normal(size=m))
+
+
+def compile_fresh(program: Program):
+    """The numba runner of ``program`` lowered with the current settings."""
+    kernel = numba_engine.lower(program)
+    fn, dispatcher, path = numba_engine.load(kernel)
+    return numba_engine.make_runner(fn, kernel, dispatcher, path), kernel.source
+
+
+def blocks_in(source: str) -> list[tuple[int, int]]:
+    """(block, rows) of every row-blocked region of a kernel's source."""
+    return [(int(b), int(m)) for b, m in
+            re.findall(r"# ---- row blocks of (\d+) over axis of (\d+):", source)]
+
+
+def check(program: Program, inputs: tuple, blocks: list[tuple[int, int]]) -> str:
+    """Run ``program`` on both engines, compare, and check its regions; return the source."""
+    run, source = compile_fresh(program)
+    assert blocks_in(source) == blocks, source
+    got = run(*inputs)
+    ref = numpy_eval.compile_program(program)(*inputs)
+    assert len(got) == len(ref) == len(program.outputs)
+    for n, (a, b) in enumerate(zip(got, ref)):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.shape == b.shape, (n, a.shape, b.shape)
+        scale = np.max(np.abs(b), initial=1.0)
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=RTOL * scale, err_msg=f"output {n}")
+    return source
+
+
+def traced(f, x, args) -> Program:
+    return nad.trace(f, x, *args)
+
+
+# ---- logistic regression ------------------------------------------------------------------
+
+# m = 100 rows: six blocks of 16 and a remainder of 4; m = 40: two and a remainder of 8
+@pytest.mark.parametrize("m", [100, 40])
+def test_logistic_value_and_grad(small_blocks, m):
+    w, args = logistic_data(m, 7)
+    program = tf.value_and_grad_program(traced(logistic, w, args))
+    source = check(program, (w, *args), [(BLOCK, m)])
+    # X @ w and X.T @ u share the block of X; the loss is summed over blocks
+    assert source.count("np.dot(k") == 3, source
+
+
+@pytest.mark.parametrize("k", [None, 1, 3, 16])
+def test_logistic_hvp(small_blocks, k):
+    m, n = 100, 7
+    w, args = logistic_data(m, n)
+    program = tf.hvp_program(traced(logistic, w, args), k)
+    V = np.random.default_rng(2).normal(size=(n,) if k is None else (n, k))
+    source = check(program, (w, *args, V), [(BLOCK, m)])
+    # the m x k intermediates hold one block: nothing of m rows is carved from the arena
+    assert not re.search(rf"a_f8\[\d+:\d+\]\.reshape\(\({m},", source), source
+
+
+def test_logistic_linearized_hvp(small_blocks):
+    """The residual program returns row-indexed intermediates (written block by block
+    into the outputs); the linear program reads them by row."""
+    m, n, k = 100, 7, 16
+    w, args = logistic_data(m, n)
+    residual, linear = tf.linearized_hvp(traced(logistic, w, args), k)
+    assert any(s.shape[:1] == (m,) for s in residual.out_slots)  # row-indexed outputs
+    check(residual, (w, *args), [(BLOCK, m)])
+    res = numpy_eval.compile_program(residual)(w, *args)
+    V = np.random.default_rng(3).normal(size=(n, k))
+    check(linear, (w, *args, *res[2:], V), [(BLOCK, m)])
+
+
+def test_row_indexed_intermediates_as_outputs(small_blocks):
+    """``t = X @ w`` and ``u = exp(t)`` are outputs (whole arrays written per block);
+    ``cumsum(u)`` reads ``u`` across blocks, and ``u / sum(u)`` needs the sum of all
+    blocks, so both run after the region."""
+    from tests.test_engine import Builder
+
+    m, n = 50, 4
+    b = Builder()
+    X, w = b.input((m, n)), b.input((n,))
+    t = b.op("einsum", X, w, spec="ij,j->i", out=True)
+    u = b.op("exp", t, out=True)
+    b.op("einsum", u, X, spec="i,ij->j", out=True)
+    b.op("cumsum", u, axis=0, reverse=False, out=True)
+    b.op("reduce_sum", b.op("mul", u, t), axes=(0,), out=True)
+    b.op("div", u, b.op("reduce_sum", u, axes=(0,)), out=True)
+    rng = np.random.default_rng(6)
+    source = check(b.build(), (rng.normal(size=(m, n)), rng.normal(size=n)), [(BLOCK, m)])
+    body = source[source.index("def kernel"):]
+    assert body.index("row blocks") < body.index("cumsum(")
+
+
+def test_fewer_rows_than_a_block_forms_no_region(small_blocks):
+    m, n = 12, 5
+    w, args = logistic_data(m, n)
+    trace = traced(logistic, w, args)
+    check(tf.value_and_grad_program(trace), (w, *args), [])
+    V = np.random.default_rng(4).normal(size=(n, 3))
+    check(tf.hvp_program(trace, 3), (w, *args, V), [])
+
+
+def test_default_settings_block_large_problems_only():
+    """With the shipped settings a 20000 x 50 problem is blocked, a 200 x 50 one is not
+    (lowered only: nothing is compiled)."""
+    for m, n, blocks in ((20000, 50, 1), (200, 50, 0)):
+        w, args = logistic_data(m, n)
+        program = tf.hvp_program(traced(logistic, w, args), 4)
+        source = numba_engine.lower(program).source
+        found = blocks_in(source)
+        assert len(found) == blocks, source
+        for block, rows in found:
+            assert rows == m and block % 8 == 0 and rows >= numba_plan.ROW_BLOCK_MIN_BLOCKS * block
+
+
+# ---- least squares ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [None, 2, 16])
+def test_least_squares(small_blocks, k):
+    m, n = 70, 6
+    x, args = lstsq_data(m, n)
+    trace = traced(least_squares, x, args)
+    check(tf.value_and_grad_program(trace), (x, *args), [(BLOCK, m)])
+    V = np.random.default_rng(5).normal(size=(n,) if k is None else (n, k))
+    check(tf.hvp_program(trace, k), (x, *args, V), [(BLOCK, m)])
