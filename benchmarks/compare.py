@@ -373,10 +373,11 @@ def memory_worker(system: str, problem: str, quick: bool) -> dict:
     x, args = make_data(spec)
     k = ks(quick, spec)[-1]
     V = np.random.default_rng(1).normal(size=x.shape + (k,))
-    if system == "hand-numba":  # JIT on a tiny problem of the same types first
-        tiny = dict(spec, n=8, m=8) if spec["kind"] != "logistic" else dict(spec, m=8, n=4)
-        tx, targs = make_data(tiny)
-        BUILDERS[system](tiny, tx, targs, 1)[1](1, np.ones(tx.shape + (1,)))()
+    # One HVP on a tiny problem of the same kind first, for every system: what a process
+    # touches once (JIT code, BLAS work buffers: ~16 MiB for OpenBLAS) is not the frame's.
+    tiny = dict(spec, n=8, m=8) if spec["kind"] != "logistic" else dict(spec, m=64, n=4)
+    tx, targs = make_data(tiny)
+    BUILDERS[system](tiny, tx, targs, 1)[1](1, np.ones(tx.shape + (1,)))()
     _, hvp, _, _, _ = BUILDERS[system](spec, x, args, k)
     fn = hvp(k, V)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
