@@ -38,6 +38,7 @@ import numpy as np
 from ..program import Program
 from . import numba_cache as cache
 from . import numpy_eval, register
+from .numba_buffers import aligned_array
 
 if TYPE_CHECKING:  # the planner and code generator are imported only to lower a program
     from .numba_codegen import Kernel
@@ -181,6 +182,9 @@ def _coerce(a: Any, shape: tuple[int, ...], dtype: np.dtype, what: str) -> np.nd
     return np.asarray(arr, dtype=dtype, order="C")
 
 
+#: Outputs of at least this many bytes are allocated cache-line aligned (see aligned_array).
+_ALIGN_FROM_BYTES = 4096
+
 _RUNNER_TEMPLATE = '''
 def run({params}*, out=None):
 {checks}
@@ -206,7 +210,7 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
     """
     n_in, n_out = len(kernel.in_specs), len(kernel.out_specs)
     ns: dict[str, Any] = {"kernel": fn, "ndarray": np.ndarray, "empty": np.empty,
-                          "coerce": _coerce}
+                          "aligned": aligned_array, "coerce": _coerce}
     checks = []
     for j, (shape, dtype) in enumerate(kernel.in_specs):
         ns[f"S{j}"], ns[f"D{j}"] = tuple(shape), _DTYPES[dtype]
@@ -215,15 +219,21 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
                       f"or x{j}.strides != T{j}:\n"
                       f"        x{j} = coerce(x{j}, S{j}, D{j}, 'input {j}')")
     out_specs = [(tuple(s), _DTYPES[d]) for s, d in kernel.out_specs]
+    provide = []
     for j, (shape, dtype) in enumerate(out_specs):
         ns[f"OS{j}"], ns[f"OD{j}"] = shape, dtype
         if reuse:
-            ns[f"R{j}"] = np.empty(shape, dtype)
+            ns[f"R{j}"] = aligned_array(shape, dtype)
+            provide.append(f"R{j}")
+        elif int(np.prod(shape)) * dtype.itemsize >= _ALIGN_FROM_BYTES:
+            provide.append(f"aligned(OS{j}, OD{j})")
+        else:  # a small output: np.empty is the cheaper call, and alignment cannot matter
+            provide.append(f"empty(OS{j}, OD{j})")
     extra = [f"C{n}" for n in range(len(kernel.consts))] + [f"A{n}" for n in range(len(kernel.arenas))]
     for n, c in enumerate(kernel.consts):
         ns[f"C{n}"] = c
-    if arenas is None:
-        arenas = [np.zeros(size, _DTYPES[d]) for d, size in kernel.arenas]
+    if arenas is None:  # cache-line aligned, so the planner's 64-byte offsets are too
+        arenas = [aligned_array((size,), _DTYPES[d], zero=True) for d, size in kernel.arenas]
     for n, a in enumerate(arenas):
         ns[f"A{n}"] = a
 
@@ -239,7 +249,6 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
 
     ns["check_out"] = check_out
     outs = ", ".join(f"o{j}" for j in range(n_out))
-    provide = (f"R{j}" if reuse else f"empty(OS{j}, OD{j})" for j in range(n_out))
     src = _RUNNER_TEMPLATE.format(
         params="".join(f"x{j}, " for j in range(n_in)),
         checks="\n".join(checks) or "    pass",
