@@ -7,10 +7,13 @@ Usage::
     python benchmarks/compare.py --systems newtonad-numba hand-numba --json out.json
 
 Every system runs in its own process (``--worker``), so one system's imports, JIT
-caches and allocations cannot disturb another's; BLAS runs on one thread unless
-``--threads`` says otherwise (on a shared 2-core machine threaded BLAS is erratic). Each measure is the median of
-repeated calls after a warm-up call. Outputs are preallocated or reused where the
-system allows it (newtonad: ``run.reusing_outputs()``). The table gives medians
+caches and allocations cannot disturb another's. Each process is pinned to one core,
+with BLAS on one thread, unless ``--threads`` says otherwise: the hand kernels and
+newtonad's are serial, and XLA would otherwise split its fused loops over every core
+(on a shared 2-core machine threaded runs are erratic, too). Each measure is the
+median of repeated calls after a warm-up call. Inputs and outputs start on a cache
+line for every system. Outputs are preallocated or reused where the system allows it
+(newtonad: ``run.reusing_outputs()``). The table gives medians
 and, in brackets, the ratio to the fastest system on that row.
 
 Problems: chained Rosenbrock (n = 1e3, 1e5, 1e6), L2 logistic regression with
@@ -39,6 +42,7 @@ from typing import Any, Callable
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+CACHE_LINE = 64
 SYSTEMS = ["newtonad-numba", "newtonad-numpy", "hand-numba", "jax", "torch", "autograd"]
 PEERS = {"jax": "jax", "torch": "torch", "autograd": "autograd"}
 
@@ -63,7 +67,27 @@ def ks(quick: bool, spec: dict) -> list[int]:
     return [1, 16] if quick else [1, 2, 4, 8, 16, 32, 64]
 
 
+def empty_aligned_like(a: np.ndarray) -> np.ndarray:
+    """``np.empty_like(a)`` starting on a cache line. NumPy aligns to 16 bytes, and where a
+    frame starts decides whether vector loads split across cache lines (up to 1.6x at
+    k = 64, any kernel): every system gets the same, aligned, inputs and outputs."""
+    raw = np.empty(a.nbytes + CACHE_LINE, np.uint8)
+    start = -raw.ctypes.data % CACHE_LINE
+    return raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+
+
+def aligned(a: np.ndarray) -> np.ndarray:
+    out = empty_aligned_like(a)
+    out[...] = a
+    return out
+
+
 def make_data(spec: dict) -> tuple[np.ndarray, tuple]:
+    x, args = _make_data(spec)
+    return aligned(x), tuple(aligned(a) for a in args)
+
+
+def _make_data(spec: dict) -> tuple[np.ndarray, tuple]:
     rng = np.random.default_rng(0)
     if spec["kind"] == "rosen":
         return rng.uniform(-1.0, 1.0, spec["n"]), ()
@@ -169,46 +193,46 @@ def hand_system():
 
         kind = spec["kind"]
         if kind == "rosen":
-            g = np.empty_like(x)
+            g = empty_aligned_like(x)
             ops = {"f": lambda: H.rosen_value(x), "vg": lambda: H.rosen_value_and_grad(x, g)}
             results = {"vg": lambda: [np.array(H.rosen_value_and_grad(x, g)), g.copy()]}
 
             def hvp(k, V):
-                out = np.empty_like(V)
+                out = empty_aligned_like(V)
                 return lambda: (H.rosen_hvp(x, V, out), out)[1]
 
             def linearized(k, V):
-                diag, off, out = np.empty_like(x), np.empty_like(x), np.empty_like(V)
+                diag, off, out = empty_aligned_like(x), empty_aligned_like(x), empty_aligned_like(V)
                 H.rosen_linearize(x, diag, off)
                 return (lambda: H.rosen_linearize(x, diag, off)), (lambda: (H.rosen_linear_apply(diag, off, V, out), out)[1])
         elif kind == "logistic":
             X, y, lam = args
             lamf = float(lam)
-            g, d = np.empty_like(x), np.empty(X.shape[0])
+            g, d = empty_aligned_like(x), np.empty(X.shape[0])
             ops = {"f": lambda: H.logistic_value(x, X, y, lamf),
                    "vg": lambda: H.logistic_value_and_grad(x, X, y, lamf, g)}
             results = {"vg": lambda: [np.array(H.logistic_value_and_grad(x, X, y, lamf, g)), g.copy()]}
 
             def hvp(k, V):
-                out = np.empty_like(V)
+                out = empty_aligned_like(V)
                 return lambda: (H.logistic_hvp(x, X, y, lamf, V, out, d), out)[1]
 
             def linearized(k, V):
-                out = np.empty_like(V)
+                out = empty_aligned_like(V)
                 H.logistic_linearize(x, X, y, d)
                 return (lambda: H.logistic_linearize(x, X, y, d)), (lambda: (H.logistic_linear_apply(d, X, lamf, V, out), out)[1])
         else:
             h = float(args[0])
-            g = np.empty_like(x)
+            g = empty_aligned_like(x)
             ops = {"f": lambda: H.surface_value(x, h), "vg": lambda: H.surface_value_and_grad(x, h, g)}
             results = {"vg": lambda: [np.array(H.surface_value_and_grad(x, h, g)), g.copy()]}
 
             def hvp(k, V):
-                out = np.empty_like(V)
+                out = empty_aligned_like(V)
                 return lambda: (H.surface_hvp(x, h, V, out), out)[1]
 
             def linearized(k, V):
-                Hm, out = np.empty(x.shape + (3,)), np.empty_like(V)
+                Hm, out = np.empty(x.shape + (3,)), empty_aligned_like(V)
                 H.surface_linearize(x, h, Hm)
                 return (lambda: H.surface_linearize(x, h, Hm)), (lambda: (H.surface_linear_apply(Hm, V, out), out)[1])
         extra = {}
@@ -353,11 +377,11 @@ def worker(system: str, quick: bool, budget: float) -> dict:
             out[f"{name}|{key}"] = median_time(fn, budget)
         rng = np.random.default_rng(1)
         for k in kset:
-            V = rng.normal(size=x.shape + (k,))
+            V = aligned(rng.normal(size=x.shape + (k,)))
             out[f"{name}|hvp k={k}"] = median_time(hvp(k, V), budget, 3)
         if linearized is not None:
             for k in sorted({kset[0], kset[-1]}):
-                V = rng.normal(size=x.shape + (k,))
+                V = aligned(rng.normal(size=x.shape + (k,)))
                 setup, apply = linearized(k, V)
                 if k == kset[0]:
                     out[f"{name}|lin setup"] = median_time(setup, budget, 3)
@@ -372,7 +396,7 @@ def memory_worker(system: str, problem: str, quick: bool) -> dict:
     spec = problems(quick)[problem]
     x, args = make_data(spec)
     k = ks(quick, spec)[-1]
-    V = np.random.default_rng(1).normal(size=x.shape + (k,))
+    V = aligned(np.random.default_rng(1).normal(size=x.shape + (k,)))
     # One HVP on a tiny problem of the same kind first, for every system: what a process
     # touches once (JIT code, BLAS work buffers: ~16 MiB for OpenBLAS) is not the frame's.
     tiny = dict(spec, n=8, m=8) if spec["kind"] != "logistic" else dict(spec, m=64, n=4)
@@ -433,9 +457,18 @@ BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def run_worker(args: list[str], threads: int = 1) -> dict:
+    """Run one worker process on ``threads`` cores, with as many BLAS threads.
+
+    The cores are pinned, not only the BLAS threads: XLA splits a fused loop over every
+    core it may use (``outer_dimension_partitions`` in its HLO), whatever its thread flags.
+    """
     env = dict(os.environ, **{v: str(threads) for v in BLAS_THREADS})
+    pin = None
+    if hasattr(os, "sched_setaffinity"):
+        cores = set(sorted(os.sched_getaffinity(0))[:threads])
+        pin = lambda: os.sched_setaffinity(0, cores)  # noqa: E731
     proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), *args],
-                          capture_output=True, text=True, env=env)
+                          capture_output=True, text=True, env=env, preexec_fn=pin)
     if proc.returncode != 0:
         print(f"worker {args} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
         return {}
@@ -488,7 +521,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--budget", type=float, default=None, help="seconds per measure")
     ap.add_argument("--json", help="also write the raw medians here")
     ap.add_argument("--threads", type=int, default=1,
-                    help="BLAS threads of every worker (default 1: serial, like the hand kernels)")
+                    help="cores and BLAS threads of every worker (default 1: serial, like the hand kernels)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--memory", nargs=2, metavar=("SYSTEM", "PROBLEM"), help=argparse.SUPPRESS)
     ns = ap.parse_args(argv)
