@@ -362,9 +362,11 @@ def reference_vg(spec, x, args):
     return nad.value_and_grad(FUNCS[spec["kind"]], engine="numpy")(x, *args)
 
 
-def worker(system: str, quick: bool, budget: float) -> dict:
+def worker(system: str, quick: bool, budget: float, only: list[str] | None = None) -> dict:
     out: dict[str, Any] = {}
     for name, spec in problems(quick).items():
+        if only and name not in only:
+            continue
         x, args = make_data(spec)
         kset = ks(quick, spec)
         ops, hvp, linearized, results, extra = BUILDERS[system](spec, x, args, max(kset))
@@ -522,31 +524,40 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--json", help="also write the raw medians here")
     ap.add_argument("--threads", type=int, default=1,
                     help="cores and BLAS threads of every worker (default 1: serial, like the hand kernels)")
+    ap.add_argument("--problems", nargs="*", metavar="NAME",
+                    help="only these problems (default: all; names as in the table)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--memory", nargs=2, metavar=("SYSTEM", "PROBLEM"), help=argparse.SUPPRESS)
     ns = ap.parse_args(argv)
     budget = ns.budget if ns.budget is not None else (0.2 if ns.quick else 1.0)
     if ns.worker:
-        print(json.dumps(worker(ns.worker, ns.quick, budget)))
+        print(json.dumps(worker(ns.worker, ns.quick, budget, ns.problems)))
         return
     if ns.memory:
         print(json.dumps(memory_worker(ns.memory[0], ns.memory[1], ns.quick)))
         return
     systems = [s for s in ns.systems if available(s)]
     skipped = [s for s in ns.systems if s not in systems]
+    names = list(problems(ns.quick))
+    unknown = set(ns.problems or ()) - set(names)
+    if unknown:
+        ap.error(f"unknown problems {sorted(unknown)}; choose from {names}")
+    chosen = ns.problems or names
     flag = ["--quick"] if ns.quick else []
+    only = ["--problems", *ns.problems] if ns.problems else []
     results: dict[str, dict] = {}
     for s in systems:
         print(f"running {s} ...", file=sys.stderr, flush=True)
-        results[s] = run_worker(["--worker", s, "--budget", str(budget), *flag], ns.threads)
-        big = [p for p in problems(ns.quick) if p in ("rosen-1e5" if ns.quick else "rosen-1e6", "surface", "logistic")]
+        results[s] = run_worker(["--worker", s, "--budget", str(budget), *flag, *only], ns.threads)
+        big = [p for p in chosen if p in ("rosen-1e5" if ns.quick else "rosen-1e6", "surface", "logistic")]
         for p in big:
             m = run_worker(["--memory", s, p, *flag], ns.threads)
             if m:
                 results[s][f"{p}|memory of HVP k={m['k']} / (V + out)"] = \
                     f"{m['bytes'] / 2**20:.0f} MiB ({m['bytes'] / m['frame_bytes']:.2f}×)"
-        for label, secs in cold_start(s, 10**5).items():
-            results[s][f"rosen-1e5|cold start, {label}"] = secs
+        if "rosen-1e5" in chosen:
+            for label, secs in cold_start(s, 10**5).items():
+                results[s][f"rosen-1e5|cold start, {label}"] = secs
     print(table(results, systems))
     if skipped:
         print(f"\nnot installed (skipped): {', '.join(skipped)}")
