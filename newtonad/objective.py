@@ -82,7 +82,8 @@ class Objective:
         self._grad: np.ndarray | None = None
         self._lin_point: tuple | None = None
         self._lin_x: np.ndarray | None = None
-        self._product_point: tuple | None = None  # where hessp ran a whole HVP pass
+        self._product_point: tuple | None = None  # where hessp last ran or residuals were made
+        self._hvp_runner: tuple | None = None  # ((shape, k), runner, data) of the last whole HVP
         self._linear: dict[int | None, tuple] = {}  # at _lin_point, per frame width
         self._runners: dict[tuple, tuple] = {}
         self._vg_runner: tuple | None = None  # (shape, runner, data) of the last value_and_grad
@@ -153,7 +154,7 @@ class Objective:
         """``(linear runner, its inputs before V)`` at x for frames of width k (None: one vector)."""
         key = _new_key(self._lin_point, x)
         if key is not None:
-            self._lin_point = key
+            self._lin_point = self._product_point = key  # products at x use these residuals
             kept = key[1]  # a large point's key is already a private copy
             self._lin_x = kept if kept.__class__ is np.ndarray else x.copy()  # read per product
             self._linear = {}
@@ -197,16 +198,19 @@ class Objective:
         else:
             p, k = api._frame(p, x.shape, "p")
         self.nhev += 1 if k is None else k
+        key = _new_key(self._product_point, x)
+        if key is not None:
+            # The first product at a point is one whole HVP pass: a caller that moves x
+            # on every call pays no residual pass. A second product at the same point
+            # linearises, and the rest cost a linear pass.
+            self._product_point = key
+            hvp = self._hvp_runner
+            if hvp is None or hvp[0] != (x.shape, k):
+                run, data = self._compiled(x, "hvp", k, lambda program: tf.hvp_program(program, k))
+                hvp = self._hvp_runner = ((x.shape, k), run, data)
+            return hvp[1](x, *hvp[2], p)[0]
         linear = self._linear.get(k) if _new_key(self._lin_point, x) is None else None
         if linear is None:
-            product_key = _new_key(self._product_point, x)
-            if product_key is not None:
-                # The first product at a point without residuals is one whole HVP pass: a
-                # caller that moves x on every call pays no residual pass. A second
-                # product at the same point linearises, and the rest cost a linear pass.
-                self._product_point = product_key
-                run, data = self._compiled(x, "hvp", k, lambda program: tf.hvp_program(program, k))
-                return run(x, *data, p)[0]
             linear = self._linearized(x, k)
         linear_run, known = linear
         return linear_run(*known, p)[0]

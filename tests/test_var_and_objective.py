@@ -117,6 +117,25 @@ def test_objective_hessp_reuses_one_linearisation():
     assert_close(obj.hess(x), H, 1e-12, 1e-12)
 
 
+def test_objective_newton_pattern_runs_one_primal_pass_per_point():
+    """Once hessp is used, jac at a new point keeps the residuals there: the products at
+    that point run the linear program, never a whole HVP pass; a product at a point
+    never seen is one whole pass."""
+    obj = nad.Objective(rosen)
+    x1, x2, x3 = (np.array([-1.2, 1.0, 0.5, 2.0]) + d for d in (0.0, 0.1, 0.2))
+    obj.hessp(x1, np.ones(4))  # the first product at a new point: a whole HVP pass
+    shape_k, whole_hvp, data = obj._hvp_runner
+    passes = []
+    obj._hvp_runner = (shape_k, lambda *a: passes.append(1) or whole_hvp(*a), data)
+    assert_close(obj.jac(x2), scipy.optimize.rosen_der(x2), 1e-12, 1e-12)
+    H = scipy.optimize.rosen_hess(x2)
+    for j in range(4):
+        assert_close(obj.hessp(x2.copy(), np.eye(4)[j]), H[:, j], 1e-12, 1e-12)
+    assert passes == []
+    assert_close(obj.hessp(x3, np.eye(4)[0]), scipy.optimize.rosen_hess(x3)[:, 0], 1e-12, 1e-12)
+    assert passes == [1]
+
+
 def test_objective_with_data_args_and_matrix_shaped_x():
     A = np.random.default_rng(1).standard_normal((3, 3))
     obj = nad.Objective(lambda X, A: np.sum((X @ A) ** 2), args=(A,))
