@@ -9,6 +9,7 @@ import scipy.optimize
 import newtonad as nad
 from newtonad.ad.primitives import elementwise as ew
 from newtonad.ad.program import Program, Slot, Step
+from newtonad import objective
 from newtonad.objective import _new_key
 
 from .helpers import assert_close
@@ -93,9 +94,14 @@ def test_objective_fun_and_jac_share_one_evaluation():
     assert (obj.nfev, obj.njev) == (2, 2)
 
 
-def test_objective_hessp_reuses_one_linearisation():
+def _rosen_point(n: int, shift: float = 0.0) -> np.ndarray:
+    return np.resize([-1.2, 1.0, 0.5, 2.0], n) + shift
+
+
+@pytest.mark.parametrize("n", [4, 300])  # below and above _LINEARIZE_FROM
+def test_objective_hessp_linearises_once_where_it_pays(n):
     obj = nad.Objective(rosen)
-    x = np.array([-1.2, 1.0, 0.5, 2.0])
+    x = _rosen_point(n)
     H = scipy.optimize.rosen_hess(x)
     calls = []
     original = obj._linearized
@@ -106,13 +112,14 @@ def test_objective_hessp_reuses_one_linearisation():
 
     obj._linearized = spy
     for j in range(4):
-        p = np.eye(4)[j]
+        p = np.eye(n)[j]
         assert_close(obj.hessp(x.copy(), p), H[:, j], 1e-12, 1e-12)
-    # the first product is one whole HVP pass; the second linearises (the one residual
-    # pass); the third and fourth reuse it without asking again
-    assert calls == [True]
+    # n = 300: the first product is one whole HVP pass; the second linearises (the one
+    # residual pass); the third and fourth reuse it without asking again. n = 4: every
+    # product is a whole pass (the residuals would cost more to pass than they save).
+    assert calls == ([True] if n >= objective._LINEARIZE_FROM else [])
     assert obj.nhev == 4
-    P = np.random.default_rng(0).standard_normal((4, 3))
+    P = np.random.default_rng(0).standard_normal((n, 3))
     assert_close(obj.hessp(x, P), H @ P, 1e-12, 1e-12)
     assert_close(obj.hess(x), H, 1e-12, 1e-12)
 
@@ -121,18 +128,19 @@ def test_objective_newton_pattern_runs_one_primal_pass_per_point():
     """Once hessp is used, jac at a new point keeps the residuals there: the products at
     that point run the linear program, never a whole HVP pass; a product at a point
     never seen is one whole pass."""
+    n = 300
     obj = nad.Objective(rosen)
-    x1, x2, x3 = (np.array([-1.2, 1.0, 0.5, 2.0]) + d for d in (0.0, 0.1, 0.2))
-    obj.hessp(x1, np.ones(4))  # the first product at a new point: a whole HVP pass
+    x1, x2, x3 = (_rosen_point(n, d) for d in (0.0, 0.1, 0.2))
+    obj.hessp(x1, np.ones(n))  # the first product at a new point: a whole HVP pass
     shape_k, whole_hvp, data = obj._hvp_runner
     passes = []
     obj._hvp_runner = (shape_k, lambda *a: passes.append(1) or whole_hvp(*a), data)
     assert_close(obj.jac(x2), scipy.optimize.rosen_der(x2), 1e-12, 1e-12)
     H = scipy.optimize.rosen_hess(x2)
     for j in range(4):
-        assert_close(obj.hessp(x2.copy(), np.eye(4)[j]), H[:, j], 1e-12, 1e-12)
+        assert_close(obj.hessp(x2.copy(), np.eye(n)[j]), H[:, j], 1e-12, 1e-12)
     assert passes == []
-    assert_close(obj.hessp(x3, np.eye(4)[0]), scipy.optimize.rosen_hess(x3)[:, 0], 1e-12, 1e-12)
+    assert_close(obj.hessp(x3, np.eye(n)[0]), scipy.optimize.rosen_hess(x3)[:, 0], 1e-12, 1e-12)
     assert passes == [1]
 
 
