@@ -188,3 +188,65 @@ def test_least_squares(small_blocks, k):
     check(tf.value_and_grad_program(trace), (x, *args), [(BLOCK, m)])
     V = np.random.default_rng(5).normal(size=(n,) if k is None else (n, k))
     check(tf.hvp_program(trace, k), (x, *args, V), [(BLOCK, m)])
+
+
+# ---- random matrix-product objectives -------------------------------------------------------
+
+SMOOTH = [np.tanh, np.sin, lambda t: np.log1p(t * t), lambda t: np.logaddexp(0.0, t),
+          lambda t: t ** 3, lambda t: np.sqrt(1.0 + t * t), np.exp]
+
+
+def random_matrix_objective(seed: int):
+    """A random scalar ``f(w, X, y)`` built from products with the rows of ``X``: maps of
+    ``X @ w`` (one or two products), a row weight from the data, and sometimes a
+    contraction back over the rows (``X.T @ u``) followed by more smooth work."""
+    r = np.random.default_rng(seed)
+    p1, p2 = (SMOOTH[i] for i in r.choice(len(SMOOTH), 2, replace=False))
+    a, b = (float(v) for v in r.uniform(0.2, 0.8, 2))
+    kind = seed % 4
+
+    def f(w, X, y):
+        z = X @ (a * w)
+        if kind == 0:    # one product, a row weight
+            return np.sum(y * p1(z)) + 0.5 * np.sum(w * w)
+        if kind == 1:    # two products of X
+            return np.sum(p1(z) * p2(X @ (b * np.sin(w)))) / y.size
+        if kind == 2:    # a residual with data, squared
+            return 0.5 * np.sum((p1(z) - y) ** 2)
+        u = X.T @ (y * p1(z)) / y.size  # contraction over the rows, then more work
+        return np.sum(p2(u * b)) + np.sum(z * z) / y.size
+    return f
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_matrix_objectives(small_blocks, seed):
+    m, n = 53, 5  # three blocks of 16 and a remainder of 5
+    rng = np.random.default_rng(100 + seed)
+    X = rng.normal(size=(m, n)) / np.sqrt(n)
+    y = rng.normal(size=m)
+    w = rng.normal(size=n)
+    trace = traced(random_matrix_objective(seed), w, (X, y))
+    check_regions(tf.value_and_grad_program(trace), (w, X, y))
+    for k in (None, 3):
+        V = rng.normal(size=(n,) if k is None else (n, k))
+        source = check_regions(tf.hvp_program(trace, k), (w, X, y, V))
+        assert blocks_in(source), source  # the HVP reads X by row at least twice
+    residual, linear = tf.linearized_hvp(trace, 3)
+    check_regions(residual, (w, X, y))
+    res = numpy_eval.compile_program(residual)(w, X, y)
+    check_regions(linear, (w, X, y, *res[2:], rng.normal(size=(n, 3))))
+
+
+def check_regions(program: Program, inputs: tuple) -> str:
+    """Like :func:`check`, for programs whose number of regions is not known in advance:
+    every region found blocks an axis of the rows of ``X`` with the configured block."""
+    run, source = compile_fresh(program)
+    m = inputs[1].shape[0]
+    assert all(found == (BLOCK, m) for found in blocks_in(source)), source
+    got = run(*inputs)
+    ref = numpy_eval.compile_program(program)(*inputs)
+    for n, (a, b) in enumerate(zip(got, ref)):
+        a, b = np.asarray(a), np.asarray(b)
+        scale = np.max(np.abs(b), initial=1.0)
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=RTOL * scale, err_msg=f"output {n}")
+    return source
