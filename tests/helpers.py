@@ -35,8 +35,10 @@ def check_jvp(f, x, args=(), k=3, rtol=1e-5, atol=1e-6, seed=RNG_SEED):
     return V, JV
 
 
-def check_vjp_vs_jvp(f, x, args=(), k=2, seed=RNG_SEED):
-    """<W, J V> == <J^T W, V> for random frames: reverse agrees with forward."""
+def check_vjp_vs_jvp(f, x, args=(), k=3, seed=RNG_SEED):
+    """<W, J V> == <J^T W, V> for random frames: reverse agrees with forward.
+
+    ``k`` is check_jvp's, so the jvp frame program is the one already compiled there."""
     rng = np.random.default_rng(seed + 1)
     V = rng.standard_normal(np.shape(x) + (k,))
     y, JV = nad.jvp(f, x, V, args)
