@@ -50,9 +50,15 @@ def _new_key(key: tuple | None, x: np.ndarray) -> tuple | None:
     if x.size <= _SMALL_POINT_SIZE:
         new = (x.shape, x.tobytes())
         return None if new == key else new  # a shape mismatch ends the comparison
-    if key is not None and key[0] == x.shape and bool((x == key[1]).all()):
-        return None
-    return (x.shape, x.copy())
+    return None if _is_point(key, x) else (x.shape, x.copy())
+
+
+def _is_point(key: tuple | None, x: np.ndarray) -> bool:
+    """Whether ``x`` equals the point ``key`` was made from (no key is made)."""
+    if key is None or key[0] != x.shape:
+        return False
+    data = key[1]
+    return x.tobytes() == data if data.__class__ is bytes else bool((x == data).all())
 
 
 class Objective:
@@ -110,6 +116,10 @@ class Objective:
             self._runners[key] = (run, (*self.args, *traced.closed_values()))
         return self._runners[key]
 
+    def _small(self, x: np.ndarray) -> bool:
+        """Too little data for linearising to pay (see ``_LINEARIZE_FROM``)."""
+        return x.size + self._args_size < _LINEARIZE_FROM
+
     def _check(self, x: Any) -> np.ndarray:
         if x.__class__ is not np.ndarray or x.dtype is not _FLOAT64:
             x = api._as_point(x)
@@ -121,7 +131,7 @@ class Objective:
         key = _new_key(self._vg_point, x)
         if key is None:
             return
-        if self._second_order and x.size + self._args_size >= _LINEARIZE_FROM:
+        if self._second_order and not self._small(x):
             # Newton-type use: the pass that gives f and ∇f also keeps the residuals of
             # the Hessian at x, so hessp there needs no further primal work.
             self._linearized(x, None)
@@ -172,9 +182,8 @@ class Objective:
                 x, "linearized_hvp", k, lambda program: tf.linearized_hvp(program, k))
             y, g, *res = residual_run(x, *data)
             linear = self._linear[k] = (linear_run, (self._lin_x, *data, *res))
-            vg_key = _new_key(self._vg_point, x)
-            if vg_key is not None:
-                self._store(vg_key, y, g)
+            if self._vg_point is not self._lin_point and not _is_point(self._vg_point, x):
+                self._store(self._lin_point, y, g)  # the key made above: x is not copied again
         return linear
 
     def linearize_hessp(self, x: Any) -> Callable[[np.ndarray], np.ndarray]:
@@ -206,7 +215,7 @@ class Objective:
         else:
             p, k = api._frame(p, x.shape, "p")
         self.nhev += 1 if k is None else k
-        whole = x.size + self._args_size < _LINEARIZE_FROM  # small: every product is whole
+        whole = self._small(x)  # small: every product is a whole pass
         if not whole:
             # The first product at a point is one whole HVP pass: a caller that moves x
             # on every call pays no residual pass. A second product at the same point
@@ -221,7 +230,9 @@ class Objective:
                 run, data = self._compiled(x, "hvp", k, lambda program: tf.hvp_program(program, k))
                 hvp = self._hvp_runner = ((x.shape, k), run, data)
             return hvp[1](x, *hvp[2], p)[0]
-        linear = self._linear.get(k) if _new_key(self._lin_point, x) is None else None
+        # x is the product point; when residuals were made there, that key *is* the
+        # linearisation point's, so x needs no second comparison
+        linear = self._linear.get(k) if self._product_point is self._lin_point else None
         if linear is None:
             linear = self._linearized(x, k)
         linear_run, known = linear
