@@ -78,6 +78,7 @@ def empty_aligned_like(a: np.ndarray) -> np.ndarray:
 
 
 def aligned(a: np.ndarray) -> np.ndarray:
+    """A copy of ``a`` starting on a cache line (see :func:`empty_aligned_like`)."""
     out = empty_aligned_like(a)
     out[...] = a
     return out

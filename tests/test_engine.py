@@ -551,6 +551,32 @@ def test_outputs_are_fresh_unless_reuse_is_asked_for(small_run):
     np.testing.assert_array_equal(out[1], keep)
 
 
+@pytest.mark.parametrize("shape, dtype, zero", [((), "float64", False), ((3,), "int64", True),
+                                                 ((1000, 64), "float64", False), ((0,), "bool", True)])
+def test_aligned_array(shape, dtype, zero):
+    from newtonad.ad.engine.numba_buffers import ALIGN_BYTES, aligned_array
+
+    a = aligned_array(shape, dtype, zero)
+    assert a.shape == shape and a.dtype == np.dtype(dtype)
+    assert a.flags.c_contiguous and a.flags.writeable
+    assert a.size == 0 or a.ctypes.data % ALIGN_BYTES == 0
+    if zero:
+        assert not a.any()
+
+
+def test_large_outputs_and_arenas_start_on_a_cache_line():
+    program = tf.hvp_program(nad.trace(rosenbrock, np.zeros(2000)), 4)
+    run = compile_program(program, "numba")
+    x, V = rng.normal(size=2000), rng.normal(size=(2000, 4))
+    assert run(x, V)[0].ctypes.data % 64 == 0  # fresh output: 64 KB
+    assert run.reusing_outputs()(x, V)[0].ctypes.data % 64 == 0
+    # a program with intermediates in an arena: X @ V and tanh's derivative
+    f = lambda w, X: np.sum(np.tanh(X @ w))  # noqa: E731
+    run = compile_program(tf.hvp_program(nad.trace(f, np.zeros(50), np.zeros((300, 50))), 4), "numba")
+    arenas = [v for k, v in run.__globals__.items() if re.fullmatch(r"A\d+", k)]
+    assert arenas and all(a.ctypes.data % 64 == 0 for a in arenas)
+
+
 def test_inputs_are_checked_and_coerced(small_run):
     run, program = small_run
     x = rng.normal(size=10)[::2]  # not contiguous

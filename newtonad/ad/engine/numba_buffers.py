@@ -28,8 +28,22 @@ def aligned_array(shape: tuple[int, ...], dtype: np.dtype | str, zero: bool = Fa
     NumPy aligns data to 16 bytes only, and a large block from glibc sits 16 bytes past
     a page boundary, so a frame's rows start 16 bytes off a cache line: every vector
     load and store of the innermost loop then spans two lines (measured 1.4-1.6x slower
-    at k = 64 on this machine, hand kernels included). ``zero`` fills with zeros the
-    lazy way (``np.zeros``: pages are touched by their first use, not here).
+    at k = 64 on this machine, hand kernels included).
+
+    Parameters
+    ----------
+    shape : tuple of int
+        Shape of the array.
+    dtype : numpy dtype or str
+        Its element type.
+    zero : bool, optional
+        Fill with zeros the lazy way (``np.zeros``: pages are touched by their first
+        use, not here); otherwise the contents are undefined, as with ``np.empty``.
+
+    Returns
+    -------
+    ndarray
+        A writeable C-contiguous view into a slightly larger private buffer.
     """
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
