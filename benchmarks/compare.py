@@ -8,9 +8,9 @@ Usage::
 
 Every system runs in its own process (``--worker``), so one system's imports, JIT
 caches and allocations cannot disturb another's. Each process is pinned to one core,
-with BLAS on one thread, unless ``--threads`` says otherwise: the hand kernels and
-newtonad's are serial, and XLA would otherwise split its fused loops over every core
-(on a shared 2-core machine threaded runs are erratic, too). Each measure is the
+with BLAS and numba on one thread, unless ``--threads N`` says otherwise: then every
+system may use N cores (XLA splits its fused loops over them, newtonad runs its large
+loops on N numba threads; the hand kernels stay serial). Each measure is the
 median of repeated calls after a warm-up call; with ``--rounds N`` the systems take
 turns N times and each measure keeps its best median. Inputs and outputs start on a cache
 line for every system. Outputs are preallocated or reused where the system allows it
@@ -469,16 +469,16 @@ def available(system: str) -> bool:
     return mod is None or importlib.util.find_spec(mod) is not None
 
 
-BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
 def run_worker(args: list[str], threads: int = 1) -> dict:
-    """Run one worker process on ``threads`` cores, with as many BLAS threads.
+    """Run one worker process on ``threads`` cores, with as many BLAS and numba threads.
 
     The cores are pinned, not only the BLAS threads: XLA splits a fused loop over every
     core it may use (``outer_dimension_partitions`` in its HLO), whatever its thread flags.
     """
-    env = dict(os.environ, **{v: str(threads) for v in BLAS_THREADS})
+    env = dict(os.environ, **{v: str(threads) for v in THREAD_VARS})
     pin = None
     if hasattr(os, "sched_setaffinity"):
         cores = set(sorted(os.sched_getaffinity(0))[:threads])
@@ -537,7 +537,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--budget", type=float, default=None, help="seconds per measure")
     ap.add_argument("--json", help="also write the raw medians here")
     ap.add_argument("--threads", type=int, default=1,
-                    help="cores and BLAS threads of every worker (default 1: serial, like the hand kernels)")
+                    help="cores, BLAS and numba threads of every worker (default 1: serial, like the hand kernels)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="run every system this many times, taking turns, and keep the best "
                          "median of each measure (default 1)")

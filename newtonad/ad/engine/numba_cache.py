@@ -64,7 +64,7 @@ def cache_dir() -> Path:
 
 @functools.lru_cache(maxsize=1)
 def environment_tag() -> str:
-    """Versions and CPU that compiled code depends on."""
+    """Versions, CPU and threads (serial or parallel loops) that compiled code depends on."""
     import numba
     import numpy
     from llvmlite import binding
@@ -75,8 +75,9 @@ def environment_tag() -> str:
         cpu = binding.get_host_cpu_name() + ":" + binding.get_host_cpu_features().flatten()
     except Exception:  # pragma: no cover
         cpu = platform.machine()
+    threads = "parallel" if numba.config.NUMBA_NUM_THREADS > 1 else "serial"
     return "|".join([CODEGEN_VERSION, numba.__version__, numpy.__version__, nad_version,
-                     platform.python_version(), cpu])
+                     platform.python_version(), cpu, threads])
 
 
 @functools.lru_cache(maxsize=1)

@@ -96,6 +96,7 @@ class Generator:
         self.block_flat: set[int] = set()      # its blocked slots read through a flat view
         self.local: dict[int, int] = {}        # slots living one block at a time -> block rows
         self.temps: dict[int, int] = {}        # einsums summed over blocks -> temp size
+        self.parallel = 0                      # loops written with prange so far
 
     # -- names ---------------------------------------------------------------------------
     def is_scalar(self, i: int) -> bool:
@@ -173,10 +174,11 @@ class Generator:
             *("    " + line for line in str(p).splitlines()),
             '"""',
             "import numpy as np",
-            "from numba import njit",
+            "from numba import njit, prange" if self.parallel else "from numba import njit",
             "",
             "",
-            f"@njit(cache=True, nogil=True, error_model=\"numpy\", fastmath={flags})",
+            f"@njit(cache=True, nogil=True, error_model=\"numpy\", fastmath={flags}"
+            + (", parallel=True)" if self.parallel else ")"),
             f"def kernel({', '.join(args)}):",
             *("    " + line for line in header + body),
             "    return None",
@@ -525,6 +527,7 @@ class NestWriter:
         self.uses: Counter[int] = Counter()
         self.guard = ""  # a condition wrapped around the statements emitted now
         self.products: dict[str, tuple[tuple[str, int], tuple[str, int]]] = {}
+        self.loaded: set[int] = set()  # base slots loaded from memory
 
     def emit(self, depth: int, *lines: str, after: bool = False) -> None:
         """Place ``lines`` at loop depth ``depth`` (``after``: below that level's inner loop)."""
@@ -587,6 +590,7 @@ class NestWriter:
             result = (literal(plan.literals[i], g.slots[i].dtype), 0)
         elif i in plan.stored and not compute:
             g._read(self.item, i)
+            self.loaded.add(g.base(i))
             result = (self.load(i, m), map_vars(m))
         else:
             step = g.producer[i]
@@ -685,10 +689,12 @@ class NestWriter:
             self.emit(depth, comment, *_combine(s.op, acc, src))
             self.emit(depth - 1, *_combine(s.op, target, acc), after=True)
 
-    def render(self, box: tuple[tuple[Any, Any], ...], indent: str = "") -> list[str]:
+    def render(self, box: tuple[tuple[Any, Any], ...], indent: str = "",
+               parallel: bool = False) -> list[str]:
         """The statements placed in loops over ``box`` (one range per loop variable).
 
         Bounds are ints, or source strings (the boundary loops read them from a table).
+        ``parallel``: the outermost loop runs on all threads (see :func:`_parallel_loop`).
         """
         out: list[str] = []
         for i in self.flat:  # flat views of blocks are made per block (Generator.row_block)
@@ -710,6 +716,11 @@ class NestWriter:
             emit_stmts(d, indent, after=False)
             if d < deepest:
                 lo, hi = box[d]
+                if d == 0 and parallel:
+                    out.extend(indent + line for line in _parallel_loop(lo, hi))
+                    emit_level(1, indent + "        ")
+                    emit_stmts(d, indent, after=True)
+                    return
                 if d == 0 and self.g.region is not None:  # the rows of this block
                     lo, hi = 0, "nb"
                 if d == deepest - 1 and isinstance(hi, int) and self.levels == len(self.nest.space):
@@ -725,6 +736,9 @@ class NestWriter:
             emit_stmts(d, indent, after=True)
 
         emit_level(0, indent)
+        if parallel:  # names of their own: see _parallel_loop
+            self.g.parallel += 1
+            out = [_rename(line, f"_p{self.g.parallel}") for line in out]
         return out
 
     def guarded_sink(self, s: Sink, full: tuple[tuple[int, int], ...]) -> None:
@@ -854,7 +868,78 @@ def _piece(gen: Generator, item: int, nest: Nest, box, choice, boxes: bool) -> l
     writer = _write_piece(gen, item, nest, active, box, axis)
     if axis is not None and writer.statements() > UNROLL_STATEMENTS:
         writer = _write_piece(gen, item, nest, active, box, None)
-    return ([f"# piece {box}"] if boxes else []) + writer.render(box)
+    parallel = _parallel_ok(gen, writer, [s for s, _ in active], box)
+    return ([f"# piece {box}"] if boxes else []) + writer.render(box, parallel=parallel)
+
+
+#: Pieces with at least this many iterations (all loops together) run their outermost
+#: loop on all of numba's threads; ``None``: never.
+PARALLEL_MIN_ITERATIONS: int | None = 1 << 15
+#: ... split into this many chunks of rows, which the threads share.
+PARALLEL_CHUNKS = 64
+
+
+def parallel_threads() -> int:
+    """The threads parallel loops would run on (numba's ``NUMBA_NUM_THREADS``)."""
+    from numba import config
+
+    return int(config.NUMBA_NUM_THREADS)
+
+
+def _parallel_ok(gen: Generator, writer: NestWriter, sinks: list[Sink], box) -> bool:
+    """Can the outermost loop of this piece run on several threads, and is it worth it?
+
+    It can when no two of its iterations write the same element: every sink inside
+    the loop writes its target at an index that moves with the loop variable (a
+    store, gathered sum or reduction along the other axes), or is a sum or product
+    into a scalar (numba combines the threads' partial results); and the piece does
+    not load what it writes (a stencil reading a neighbour another thread updates).
+    Scattered sums (``accum``) stay serial, as do pieces inside row-blocked regions
+    (their products call BLAS) and loops over fewer than two rows per chunk.
+    """
+    if (PARALLEL_MIN_ITERATIONS is None or gen.region is not None or parallel_threads() < 2
+            or writer.levels == 0 or not all(isinstance(lo, int) for lo, _ in box)):
+        return False
+    extents = [hi - lo for lo, hi in box[:writer.levels]]
+    if extents[0] < 2 * PARALLEL_CHUNKS or int(np.prod(extents)) < PARALLEL_MIN_ITERATIONS:
+        return False
+    for s in sinks:
+        if not s.space:
+            continue  # runs once, before the loop
+        moves = any(var == 0 and scale != 0 for var, scale, _ in s.tmap)
+        scalar_sum = (s.kind == "reduce" and gen.is_scalar(s.target)
+                      and s.op in ("reduce_sum", "reduce_prod"))
+        if s.kind == "accum" or not (moves or scalar_sum):
+            return False
+    return not writer.loaded & {gen.base(s.target) for s in sinks}
+
+
+def _parallel_loop(lo: int, hi: int) -> list[str]:
+    """The head of a loop ``for i0 in range(lo, hi)`` whose chunks run on all threads.
+
+    Each chunk is a serial loop over ``j`` from 0, with ``i0 = lo + j``: as in a
+    serial loop with a literal start, LLVM then proves shifted indices non-negative,
+    drops numba's wraparound selects and vectorises an innermost loop over the rows
+    (a loop variable starting at a computed value defeats that). The mask only tells
+    LLVM that a chunk's number is not negative.
+    """
+    size = -(-(hi - lo) // PARALLEL_CHUNKS)
+    chunks = -(-(hi - lo) // size)
+    return [f"for c in prange({chunks}):  # {chunks} chunks of {size} rows, on all threads",
+            f"    lo = (c & 0xFFFFFFFF) * {size} + {lo}",
+            f"    for j in range(min({size}, {hi} - lo)):",
+            "        i0 = lo + j"]
+
+
+_LOCAL = re.compile(r"\b((?:[tfvi]|acc)\d+(?:_\d+)?|c|lo|j)\b")
+
+
+def _rename(line: str, suffix: str) -> str:
+    """``line`` with the loop's locals renamed: numba's parallel loops must not share a
+    variable with code outside them (it would be written by every thread)."""
+    if line.lstrip().startswith("#"):
+        return line
+    return _LOCAL.sub(lambda m: m.group(1) + suffix, line)
 
 
 def _write_piece(gen: Generator, item: int, nest: Nest, active, box, axis: int | None) -> NestWriter:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import threading
 import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -192,9 +193,14 @@ def run({params}*, out=None):
 {provide}
     else:
         {outs}, = check_out(out)
-    kernel({args})
+{call}
     return ({outs},)
 '''
+
+#: Held while a kernel with parallel loops runs: numba's ``workqueue`` threading layer
+#: (the one it falls back to without TBB or OpenMP) aborts the process when two threads
+#: launch parallel loops at once. Serial kernels run concurrently (they release the GIL).
+PARALLEL_LOCK = threading.Lock()
 
 
 def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any = None,
@@ -210,7 +216,7 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
     """
     n_in, n_out = len(kernel.in_specs), len(kernel.out_specs)
     ns: dict[str, Any] = {"kernel": fn, "ndarray": np.ndarray, "empty": np.empty,
-                          "aligned": aligned_array, "coerce": _coerce}
+                          "aligned": aligned_array, "coerce": _coerce, "lock": PARALLEL_LOCK}
     checks = []
     for j, (shape, dtype) in enumerate(kernel.in_specs):
         ns[f"S{j}"], ns[f"D{j}"] = tuple(shape), _DTYPES[dtype]
@@ -254,7 +260,8 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
         checks="\n".join(checks) or "    pass",
         outs=outs,
         provide="\n".join(f"        o{j} = {p}" for j, p in enumerate(provide)),
-        args=", ".join([f"x{j}" for j in range(n_in)] + [f"o{j}" for j in range(n_out)] + extra))
+        call=("    with lock:\n        kernel({})" if "parallel=True" in kernel.source else "    kernel({})").format(
+            ", ".join([f"x{j}" for j in range(n_in)] + [f"o{j}" for j in range(n_out)] + extra)))
     exec(compile(src, "<newtonad numba runner>", "exec"), ns)
     run = ns["run"]
     run.kernel, run.dispatcher, run.path = fn, dispatcher, path

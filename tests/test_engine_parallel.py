@@ -1,0 +1,237 @@
+"""Parallel loops of the numba engine agree with the NumPy reference engine.
+
+A loop nest with enough iterations runs its outermost loop in chunks on all of numba's
+threads (``prange``; :func:`newtonad.ad.engine.numba_codegen._parallel_ok`). Here the
+size gate is lowered so that parallel loops form at test sizes, and the thread count
+the code generator sees is two whatever the machine. Every case compares all outputs
+with the reference evaluator to 1e-12, run on two threads and on one, and checks from
+the generated source which steps run in parallel loops and which must not (scattered
+sums, reductions into a non-scalar target across the rows, max and min into scalars).
+
+Kernels are lowered and loaded directly, as in ``test_engine_rowblock``: the metadata
+cache of ``compile_program`` does not key on these settings.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numba
+import numpy as np
+import pytest
+
+import newtonad as nad
+from newtonad.ad import transforms as tf
+from newtonad.ad.engine import numba_codegen, numba_engine, numpy_eval
+from newtonad.ad.program import Program
+
+RTOL = 1e-12
+THREADS = min(2, numba.config.NUMBA_NUM_THREADS)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernel_cache(tmp_path_factory):
+    """One fresh kernel cache for this module (unless the caller chose one)."""
+    old = os.environ.get("NEWTONAD_CACHE_DIR")
+    if old is None:
+        os.environ["NEWTONAD_CACHE_DIR"] = str(tmp_path_factory.mktemp("newtonad-cache"))
+    yield
+    if old is None:
+        os.environ.pop("NEWTONAD_CACHE_DIR", None)
+
+
+@pytest.fixture
+def small_gate(monkeypatch):
+    """Parallel loops from 256 iterations (and 128 rows), as on a machine of two threads."""
+    monkeypatch.setattr(numba_codegen, "PARALLEL_MIN_ITERATIONS", 256)
+    monkeypatch.setattr(numba_codegen, "parallel_threads", lambda: 2)
+
+
+def parallel_steps(source: str) -> list[str]:
+    """The step comments (``s<i>:... = primitive(...)``) inside ``prange`` loops."""
+    found, depth = [], None
+    for line in source[source.index("def kernel"):].splitlines():
+        indent = len(line) - len(line.lstrip())
+        if depth is not None and line.strip() and indent <= depth:
+            depth = None
+        if re.match(r"\s*for c_p\d+ in prange\(", line):
+            depth = indent
+        elif depth is not None and re.match(r"\s*# s\d+:", line):
+            found.append(line.strip()[2:])
+    return found
+
+
+def check(program: Program, inputs: tuple) -> str:
+    """Run ``program`` on both engines (two threads and one), compare; return the source."""
+    kernel = numba_engine.lower(program)
+    fn, dispatcher, path = numba_engine.load(kernel)
+    run = numba_engine.make_runner(fn, kernel, dispatcher, path)
+    ref = numpy_eval.compile_program(program)(*inputs)
+    for threads in sorted({THREADS, 1}):
+        numba.set_num_threads(threads)
+        try:
+            got = run(*inputs)
+        finally:
+            numba.set_num_threads(THREADS)
+        assert len(got) == len(ref) == len(program.outputs)
+        for n, (a, b) in enumerate(zip(got, ref)):
+            a, b = np.asarray(a), np.asarray(b)
+            assert a.shape == b.shape, (n, a.shape, b.shape)
+            scale = np.max(np.abs(b), initial=1.0)
+            np.testing.assert_allclose(a, b, rtol=RTOL, atol=RTOL * scale,
+                                       err_msg=f"output {n}, {threads} threads")
+    return kernel.source
+
+
+def rosen(x):
+    return np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def surface(u, h):
+    return np.sum(np.sqrt(1 + ((u[1:, :-1] - u[:-1, :-1]) * h) ** 2
+                          + ((u[:-1, 1:] - u[:-1, :-1]) * h) ** 2))
+
+
+def frame(shape: tuple[int, ...], k: int | None, seed: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=shape if k is None else (*shape, k))
+
+
+# ---- stencils: shifted reads, gathered sums, scalar sums, edges -----------------------------
+
+# n = 301: chunks of 5 rows, the last one short; n = 700: chunks of 11
+@pytest.mark.parametrize("n", [301, 700])
+def test_rosenbrock_value_and_grad(small_gate, n):
+    x = np.random.default_rng(0).uniform(-1, 1, n)
+    source = check(tf.value_and_grad_program(nad.trace(rosen, x)), (x,))
+    inside = parallel_steps(source)
+    assert any("reduce_sum" in s for s in inside), source  # f, summed over the threads
+    assert any("(gathered)" in s for s in inside), source  # the gradient, row by row
+
+
+@pytest.mark.parametrize("k", [None, 1, 3, 16])
+def test_rosenbrock_hvp(small_gate, k):
+    n = 301
+    x = np.random.default_rng(0).uniform(-1, 1, n)
+    source = check(tf.hvp_program(nad.trace(rosen, x), k), (x, frame((n,), k)))
+    assert parallel_steps(source), source
+
+
+def test_rosenbrock_linearized_hvp(small_gate):
+    n, k = 301, 4
+    x = np.random.default_rng(0).uniform(-1, 1, n)
+    residual, linear = tf.linearized_hvp(nad.trace(rosen, x), k)
+    assert parallel_steps(check(residual, (x,)))
+    res = numpy_eval.compile_program(residual)(x)
+    assert parallel_steps(check(linear, (x, *res[2:], frame((n,), k))))
+
+
+@pytest.mark.parametrize("k", [None, 2])
+def test_minimal_surface(small_gate, k):
+    """Two-dimensional stencil: the interior piece runs in parallel, the edges serially."""
+    m = 140
+    u = np.random.default_rng(0).normal(size=(m, m)) * 0.1
+    h = np.array(1.0 / (m - 1))
+    trace = nad.trace(surface, u, h)
+    source = check(tf.value_and_grad_program(trace), (u, h))
+    assert parallel_steps(source), source
+    source = check(tf.hvp_program(trace, k), (u, h, frame((m, m), k)))
+    assert parallel_steps(source), source
+
+
+# ---- reductions ---------------------------------------------------------------------------
+
+def test_row_reductions_run_in_parallel(small_gate):
+    """A reduction along a row (``axis=1``) writes the row's own element."""
+    def f(X):
+        return np.sum(np.log(np.sum(np.exp(X), axis=1)))
+
+    X = np.random.default_rng(0).normal(size=(200, 7))
+    source = check(tf.value_and_grad_program(nad.trace(f, X)), (X,))
+    assert any("reduce_sum" in s and "axes=(1,)" in s for s in parallel_steps(source)), source
+
+
+def test_column_reductions_stay_serial(small_gate):
+    """A sum over the rows into a vector would have every thread add to every element."""
+    def f(X):
+        return np.sum(np.sum(X ** 2, axis=0) ** 2)
+
+    X = np.random.default_rng(0).normal(size=(200, 7))
+    for program in (tf.value_and_grad_program(nad.trace(f, X)), tf.hvp_program(nad.trace(f, X), 2)):
+        inputs = (X,) if len(program.inputs) == 1 else (X, frame(X.shape, 2))
+        source = check(program, inputs)
+        assert "axes=(0,)" in source
+        assert not any("axes=(0,)" in s for s in parallel_steps(source)), source
+
+
+def test_scalar_product_runs_in_parallel(small_gate):
+    def f(x):
+        return np.prod(1 + 1e-3 * x)
+
+    x = np.random.default_rng(0).normal(size=400)
+    source = check(tf.value_and_grad_program(nad.trace(f, x)), (x,))
+    assert any("reduce_prod" in s for s in parallel_steps(source)), source
+
+
+def test_max_and_min_stay_serial(small_gate):
+    """numba combines threads' partial sums and products only; the gradient's masks
+    (``x == max``) run in parallel after the serial loop that finds the extremes."""
+    def f(x):
+        return np.max(x ** 2) + np.min(x)
+
+    x = np.random.default_rng(0).normal(size=400)
+    source = check(tf.value_and_grad_program(nad.trace(f, x)), (x,))
+    inside = parallel_steps(source)
+    assert inside and not any("reduce_max" in s or "reduce_min" in s for s in inside), source
+
+
+def test_scattered_sums_stay_serial(small_gate):
+    """Strided slices accumulate into the gradient (``+=`` at two rows per iteration)."""
+    def f(x):
+        return np.sum(x[::2] * x[1::2]) + np.sum(x[:-2] * x[2:])
+
+    x = np.random.default_rng(0).normal(size=300)
+    source = check(tf.value_and_grad_program(nad.trace(f, x)), (x,))
+    assert "(scattered)" in source
+    inside = parallel_steps(source)
+    assert inside and not any("(scattered)" in s for s in inside), source
+
+
+# ---- the gate -----------------------------------------------------------------------------
+
+def test_default_gate_parallelises_large_loops_only(monkeypatch):
+    """Shipped settings: Rosenbrock's HVP is parallel at n = 1e5, serial at n = 1000, and
+    serial everywhere when numba has one thread (lowered only: nothing is compiled)."""
+    monkeypatch.setattr(numba_codegen, "parallel_threads", lambda: 2)
+    for n, parallel in ((10**5, True), (1000, False)):
+        x = np.zeros(n)
+        source = numba_engine.lower(tf.hvp_program(nad.trace(rosen, x), 1)).source
+        assert bool(parallel_steps(source)) == parallel
+        assert ("parallel=True" in source) == parallel
+    monkeypatch.setattr(numba_codegen, "parallel_threads", lambda: 1)
+    source = numba_engine.lower(tf.hvp_program(nad.trace(rosen, np.zeros(10**5)), 1)).source
+    assert "prange" not in source
+
+
+def test_parallel_kernels_called_from_several_threads(small_gate):
+    """Runners of parallel kernels take a lock (numba's workqueue layer aborts on two
+    launches at once); four Python threads with a runner each get the same results."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    n, k = 301, 3
+    x = np.random.default_rng(0).uniform(-1, 1, n)
+    program = tf.hvp_program(nad.trace(rosen, x), k)
+    kernel = numba_engine.lower(program)
+    assert "parallel=True" in kernel.source
+    fn, dispatcher, path = numba_engine.load(kernel)
+    V = frame((n,), k)
+    expected = numpy_eval.compile_program(program)(x, V)[0]
+
+    def work(seed: int) -> float:
+        run = numba_engine.make_runner(fn, kernel, dispatcher, path)  # arenas of its own
+        return max(float(np.max(np.abs(run(x, V)[0] - expected))) for _ in range(50))
+
+    with ThreadPoolExecutor(4) as pool:
+        errors = list(pool.map(work, range(4)))
+    assert max(errors) <= RTOL * np.max(np.abs(expected))
