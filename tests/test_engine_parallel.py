@@ -46,6 +46,7 @@ def small_gate(monkeypatch):
     """Parallel loops from 256 iterations (and 128 rows), as on a machine of two threads."""
     monkeypatch.setattr(numba_codegen, "PARALLEL_MIN_ITERATIONS", 256)
     monkeypatch.setattr(numba_codegen, "parallel_threads", lambda: 2)
+    monkeypatch.setattr(numba_codegen, "cheap_launch", lambda: True)
 
 
 def parallel_steps(source: str) -> list[str]:
@@ -202,16 +203,35 @@ def test_scattered_sums_stay_serial(small_gate):
 
 def test_default_gate_parallelises_large_loops_only(monkeypatch):
     """Shipped settings: Rosenbrock's HVP is parallel at n = 1e5, serial at n = 1000, and
-    serial everywhere when numba has one thread (lowered only: nothing is compiled)."""
+    serial everywhere when numba has one thread; where parallel loops are slow to start
+    (numba's workqueue layer) from n = 1e6 only (lowered only: nothing is compiled)."""
+    def parallel(n: int) -> bool:
+        source = numba_engine.lower(tf.hvp_program(nad.trace(rosen, np.zeros(n)), 1)).source
+        assert ("parallel=True" in source) == bool(parallel_steps(source))
+        return bool(parallel_steps(source))
+
     monkeypatch.setattr(numba_codegen, "parallel_threads", lambda: 2)
-    for n, parallel in ((10**5, True), (1000, False)):
-        x = np.zeros(n)
-        source = numba_engine.lower(tf.hvp_program(nad.trace(rosen, x), 1)).source
-        assert bool(parallel_steps(source)) == parallel
-        assert ("parallel=True" in source) == parallel
+    monkeypatch.setattr(numba_codegen, "cheap_launch", lambda: True)
+    assert parallel(10**5) and not parallel(1000)
+    monkeypatch.setattr(numba_codegen, "cheap_launch", lambda: False)
+    assert parallel(10**6) and not parallel(10**5)
     monkeypatch.setattr(numba_codegen, "parallel_threads", lambda: 1)
-    source = numba_engine.lower(tf.hvp_program(nad.trace(rosen, np.zeros(10**5)), 1)).source
-    assert "prange" not in source
+    assert not parallel(10**6)
+
+
+def test_threading_tag(monkeypatch):
+    """The cache key tells serial kernels from parallel ones, and the workqueue gate."""
+    from numba import config
+
+    from newtonad.ad.engine import numba_threads
+
+    monkeypatch.setattr(config, "NUMBA_NUM_THREADS", 1)
+    assert numba_threads.tag() == "serial"
+    monkeypatch.setattr(config, "NUMBA_NUM_THREADS", 2)
+    monkeypatch.setattr(config, "THREADING_LAYER", "workqueue")
+    assert not numba_threads.cheap_launch() and numba_threads.tag() == "parallel-workqueue"
+    monkeypatch.setattr(config, "THREADING_LAYER", "omp")
+    assert numba_threads.cheap_launch() and numba_threads.tag() == "parallel"
 
 
 def test_parallel_kernels_called_from_several_threads(small_gate):

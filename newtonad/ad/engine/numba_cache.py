@@ -44,6 +44,7 @@ from typing import IO, Any, Callable
 import numpy as np
 
 from ..program import Program
+from . import numba_threads
 
 ENV_VAR = "NEWTONAD_CACHE_DIR"
 CODEGEN_VERSION = "1"  # bump when generated code changes meaning
@@ -75,9 +76,8 @@ def environment_tag() -> str:
         cpu = binding.get_host_cpu_name() + ":" + binding.get_host_cpu_features().flatten()
     except Exception:  # pragma: no cover
         cpu = platform.machine()
-    threads = "parallel" if numba.config.NUMBA_NUM_THREADS > 1 else "serial"
     return "|".join([CODEGEN_VERSION, numba.__version__, numpy.__version__, nad_version,
-                     platform.python_version(), cpu, threads])
+                     platform.python_version(), cpu, numba_threads.tag()])
 
 
 @functools.lru_cache(maxsize=1)

@@ -38,6 +38,7 @@ from .numba_ops import EXPRESSIONS, PASS_THROUGH, literal
 from .numba_plan import (ELEMENTWISE, Dim, IMap, Nest, Plan, RowBlock, Sink, map_vars, matmul_form,
                          operand_maps)
 from .numba_plan import segments as plan_segments
+from .numba_threads import cheap_launch, parallel_threads
 
 FASTMATH = ("contract", "reassoc", "nsz", "arcp")  # never nnan / ninf: isnan must keep working
 ARENA_NAME = {"float64": "a_f8", "int64": "a_i8", "bool": "a_b1"}
@@ -875,15 +876,10 @@ def _piece(gen: Generator, item: int, nest: Nest, box, choice, boxes: bool) -> l
 #: Pieces with at least this many iterations (all loops together) run their outermost
 #: loop on all of numba's threads; ``None``: never.
 PARALLEL_MIN_ITERATIONS: int | None = 1 << 15
+#: ... this many times more where a parallel loop is slow to start (numba's workqueue).
+PARALLEL_WORKQUEUE_FACTOR = 16
 #: ... split into this many chunks of rows, which the threads share.
 PARALLEL_CHUNKS = 64
-
-
-def parallel_threads() -> int:
-    """The threads parallel loops would run on (numba's ``NUMBA_NUM_THREADS``)."""
-    from numba import config
-
-    return int(config.NUMBA_NUM_THREADS)
 
 
 def _parallel_ok(gen: Generator, writer: NestWriter, sinks: list[Sink], box) -> bool:
@@ -901,7 +897,8 @@ def _parallel_ok(gen: Generator, writer: NestWriter, sinks: list[Sink], box) -> 
             or writer.levels == 0 or not all(isinstance(lo, int) for lo, _ in box)):
         return False
     extents = [hi - lo for lo, hi in box[:writer.levels]]
-    if extents[0] < 2 * PARALLEL_CHUNKS or int(np.prod(extents)) < PARALLEL_MIN_ITERATIONS:
+    least = PARALLEL_MIN_ITERATIONS * (1 if cheap_launch() else PARALLEL_WORKQUEUE_FACTOR)
+    if extents[0] < 2 * PARALLEL_CHUNKS or int(np.prod(extents)) < least:
         return False
     for s in sinks:
         if not s.space:
