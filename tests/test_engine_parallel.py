@@ -232,6 +232,36 @@ def test_threading_tag(monkeypatch):
     assert not numba_threads.cheap_launch() and numba_threads.tag() == "parallel-workqueue"
     monkeypatch.setattr(config, "THREADING_LAYER", "omp")
     assert numba_threads.cheap_launch() and numba_threads.tag() == "parallel"
+    monkeypatch.setattr(config, "THREADING_LAYER", "default")  # not chosen: a fork-safe one
+    monkeypatch.delenv("NUMBA_THREADING_LAYER", raising=False)
+    assert numba_threads.layer() == "forksafe"
+
+
+def _child_gradient(n: int) -> float:
+    x = np.linspace(-1, 1, n)
+    return float(np.sum(nad.grad(rosen, engine="numba")(x)))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_process_runs_parallel_kernels(monkeypatch):
+    """After parallel kernels ran, a forked child runs them too (numba's default layer on
+    Linux, GNU OpenMP, would terminate it and leave a multiprocessing pool hanging)."""
+    import multiprocessing
+
+    monkeypatch.setattr(numba_codegen, "parallel_threads", lambda: 2)
+    n = 600_000  # parallel under the shipped gate, on any layer
+    x = np.linspace(-1, 1, n)
+    program = tf.value_and_grad_program(nad.trace(rosen, x))
+    kernel = numba_engine.lower(program)
+    assert "parallel=True" in kernel.source
+    fn, dispatcher, path = numba_engine.load(kernel)
+    expected = float(np.sum(numba_engine.make_runner(fn, kernel, dispatcher, path)(x)[1]))
+    pool = multiprocessing.get_context("fork").Pool(1)
+    try:
+        got = pool.apply_async(_child_gradient, (n,)).get(timeout=120)
+    finally:
+        pool.terminate()
+    assert got == pytest.approx(expected, rel=1e-12)
 
 
 def test_parallel_kernels_called_from_several_threads(small_gate):

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..program import Program
 from . import numba_cache as cache
+from . import numba_threads
 from . import numpy_eval, register
 from .numba_buffers import aligned_array
 
@@ -151,6 +152,8 @@ def load(kernel: Kernel, name_path: tuple[str, Any] | None = None):
     ``name_path`` is the module name and path of a source file already known to hold
     ``kernel.source`` (from the cache's metadata); otherwise the source is written.
     """
+    if "parallel=True" in kernel.source:  # numba starts its threads to compile or load it
+        numba_threads.use_layer()
     name, path = name_path or cache.ensure_source(kernel.source)
     sig = _numba_signature(kernel, kernel.arenas)
     for attempt in range(2):
@@ -198,8 +201,8 @@ def run({params}*, out=None):
 '''
 
 #: Held while a kernel with parallel loops runs: numba's ``workqueue`` threading layer
-#: (the one it falls back to without TBB or OpenMP) aborts the process when two threads
-#: launch parallel loops at once. Serial kernels run concurrently (they release the GIL).
+#: (the fork-safe one without TBB, see :mod:`.numba_threads`) aborts the process when two
+#: threads launch parallel loops at once. Serial kernels run concurrently (no GIL).
 PARALLEL_LOCK = threading.Lock()
 
 
@@ -215,6 +218,9 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
     on the runner for inspection.
     """
     n_in, n_out = len(kernel.in_specs), len(kernel.out_specs)
+    parallel = "parallel=True" in kernel.source
+    if parallel:
+        numba_threads.use_layer()
     ns: dict[str, Any] = {"kernel": fn, "ndarray": np.ndarray, "empty": np.empty,
                           "aligned": aligned_array, "coerce": _coerce, "lock": PARALLEL_LOCK}
     checks = []
@@ -260,7 +266,7 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
         checks="\n".join(checks) or "    pass",
         outs=outs,
         provide="\n".join(f"        o{j} = {p}" for j, p in enumerate(provide)),
-        call=("    with lock:\n        kernel({})" if "parallel=True" in kernel.source else "    kernel({})").format(
+        call=("    with lock:\n        kernel({})" if parallel else "    kernel({})").format(
             ", ".join([f"x{j}" for j in range(n_in)] + [f"o{j}" for j in range(n_out)] + extra)))
     exec(compile(src, "<newtonad numba runner>", "exec"), ns)
     run = ns["run"]

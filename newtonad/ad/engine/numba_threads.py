@@ -1,13 +1,22 @@
-"""What the numba engine's parallel loops would run on: threads and threading layer.
+"""What the numba engine's parallel loops run on: threads and threading layer.
 
 The code generator reads these to decide which loops run on all threads, and the disk
 cache keys kernels on :func:`tag`, since the generated code depends on them.
+
+Unless the user chose a threading layer (``NUMBA_THREADING_LAYER``, or
+``numba.config.THREADING_LAYER`` before the first parallel loop), newtonad asks numba
+for a fork-safe one (:func:`use_layer`): TBB where installed, else numba's
+``workqueue``. numba's default would pick GNU OpenMP on Linux, which makes every
+process forked after a parallel loop ran terminate ("fork() called from a process
+already using GNU OpenMP") – a ``multiprocessing`` pool after a large solve would hang.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import os
+import sys
 
 
 def parallel_threads() -> int:
@@ -26,21 +35,40 @@ def _importable(module: str) -> bool:
     return True
 
 
+def layer() -> str:
+    """The threading layer (or numba's kind of layer) newtonad's parallel loops ask for."""
+    from numba import config
+
+    chosen = str(config.THREADING_LAYER).lower()
+    if chosen == "default" and not os.environ.get("NUMBA_THREADING_LAYER"):
+        return "forksafe"
+    return chosen
+
+
+def use_layer() -> None:
+    """Ask numba for :func:`layer` before its threads start (once they run, it is fixed)."""
+    from numba import config
+    from numba.np.ufunc import parallel
+
+    if (layer() == "forksafe" and str(config.THREADING_LAYER).lower() == "default"
+            and not getattr(parallel, "_is_initialized", True)):
+        config.THREADING_LAYER = "forksafe"
+
+
 def cheap_launch() -> bool:
     """Does starting a parallel loop cost microseconds (TBB or OpenMP), not tens of them?
 
-    numba's fallback layer, ``workqueue``, costs 50-70 µs per parallel loop on a 2-core
-    machine (OpenMP: a few), so there only long loops gain from threads.
+    numba's ``workqueue`` layer costs 50-70 µs per parallel loop on a 2-core machine
+    (OpenMP: a few), so there only long loops gain from threads.
     """
-    from numba import config
-
-    layer = str(config.THREADING_LAYER).lower()
-    if layer in ("tbb", "omp"):
+    name = layer()
+    if name in ("tbb", "omp"):
         return True
-    if layer == "workqueue":
+    if name == "workqueue":
         return False
-    candidates = {"forksafe": ("tbb",), "threadsafe": ("tbb", "omp")}.get(layer, ("tbb", "omp"))
-    return any(_importable(f"numba.np.ufunc.{name}pool") for name in candidates)
+    candidates = {"forksafe": ("tbb",) if sys.platform.startswith("linux") else ("tbb", "omp"),
+                  "safe": ("tbb",)}.get(name, ("tbb", "omp"))
+    return any(_importable(f"numba.np.ufunc.{c}pool") for c in candidates)
 
 
 def tag() -> str:
@@ -50,4 +78,4 @@ def tag() -> str:
     return "parallel" if cheap_launch() else "parallel-workqueue"
 
 
-__all__ = ["cheap_launch", "parallel_threads", "tag"]
+__all__ = ["cheap_launch", "layer", "parallel_threads", "tag", "use_layer"]
