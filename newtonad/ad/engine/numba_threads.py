@@ -5,18 +5,22 @@ cache keys kernels on :func:`tag`, since the generated code depends on them.
 
 Unless the user chose a threading layer (``NUMBA_THREADING_LAYER``, or
 ``numba.config.THREADING_LAYER`` before the first parallel loop), newtonad asks numba
-for a fork-safe one (:func:`use_layer`): TBB where installed, else numba's
-``workqueue``. numba's default would pick GNU OpenMP on Linux, which makes every
-process forked after a parallel loop ran terminate ("fork() called from a process
-already using GNU OpenMP") – a ``multiprocessing`` pool after a large solve would hang.
+for a fork-safe one (:func:`use_layer`): TBB (a dependency on Linux x86-64), else
+numba's ``workqueue``. numba's default would pick GNU OpenMP on Linux, which makes
+every process forked after a parallel loop ran terminate ("fork() called from a
+process already using GNU OpenMP") – a ``multiprocessing`` pool after a large solve
+would hang. The ``tbb`` wheel puts its library in ``<prefix>/lib``, off the dynamic
+loader's path, so numba alone does not find it there: :func:`_load_tbb` loads it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import importlib
 import os
 import sys
+from pathlib import Path
 
 
 def parallel_threads() -> int:
@@ -33,6 +37,22 @@ def _importable(module: str) -> bool:
     except (ImportError, OSError):  # OSError: the layer's shared library is missing
         return False
     return True
+
+
+@functools.lru_cache(maxsize=1)
+def _load_tbb() -> bool:
+    """Can numba load its TBB layer? Loads a ``tbb`` wheel's library if need be."""
+    if _importable("numba.np.ufunc.tbbpool"):
+        return True
+    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
+        for path in sorted(Path(prefix, "lib").glob("libtbb.so.12*")):
+            try:  # global, so that numba's extension resolves its symbols
+                ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                continue
+            _importable.cache_clear()
+            return _importable("numba.np.ufunc.tbbpool")
+    return False
 
 
 def layer() -> str:
@@ -52,6 +72,7 @@ def use_layer() -> None:
 
     if (layer() == "forksafe" and str(config.THREADING_LAYER).lower() == "default"
             and not getattr(parallel, "_is_initialized", True)):
+        _load_tbb()
         config.THREADING_LAYER = "forksafe"
 
 
@@ -66,9 +87,10 @@ def cheap_launch() -> bool:
         return True
     if name == "workqueue":
         return False
-    candidates = {"forksafe": ("tbb",) if sys.platform.startswith("linux") else ("tbb", "omp"),
-                  "safe": ("tbb",)}.get(name, ("tbb", "omp"))
-    return any(_importable(f"numba.np.ufunc.{c}pool") for c in candidates)
+    if _load_tbb():
+        return True
+    fork_safe = ("forksafe", "safe") if sys.platform.startswith("linux") else ("safe",)
+    return name not in fork_safe and _importable("numba.np.ufunc.omppool")
 
 
 def tag() -> str:
