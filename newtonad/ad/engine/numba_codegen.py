@@ -875,9 +875,9 @@ def _piece(gen: Generator, item: int, nest: Nest, box, choice, boxes: bool) -> l
 
 #: Pieces with at least this many iterations (all loops together) run their outermost
 #: loop on all of numba's threads; ``None``: never.
-PARALLEL_MIN_ITERATIONS: int | None = 1 << 15
+PARALLEL_MIN_ITERATIONS: int | None = 1 << 16
 #: ... this many times more where a parallel loop is slow to start (numba's workqueue).
-PARALLEL_WORKQUEUE_FACTOR = 16
+PARALLEL_WORKQUEUE_FACTOR = 8
 #: ... split into this many chunks of rows, which the threads share.
 PARALLEL_CHUNKS = 64
 
