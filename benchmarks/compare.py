@@ -43,7 +43,6 @@ from typing import Any, Callable
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-CACHE_LINE = 64
 SYSTEMS = ["newtonad-numba", "newtonad-numpy", "hand-numba", "jax", "torch", "autograd"]
 PEERS = {"jax": "jax", "torch": "torch", "autograd": "autograd"}
 
@@ -72,9 +71,9 @@ def empty_aligned_like(a: np.ndarray) -> np.ndarray:
     """``np.empty_like(a)`` starting on a cache line. NumPy aligns to 16 bytes, and where a
     frame starts decides whether vector loads split across cache lines (up to 1.6x at
     k = 64, any kernel): every system gets the same, aligned, inputs and outputs."""
-    raw = np.empty(a.nbytes + CACHE_LINE, np.uint8)
-    start = -raw.ctypes.data % CACHE_LINE
-    return raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    from newtonad.ad.engine.numba_buffers import aligned_array
+
+    return aligned_array(a.shape, a.dtype)
 
 
 def aligned(a: np.ndarray) -> np.ndarray:

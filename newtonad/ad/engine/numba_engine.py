@@ -218,9 +218,7 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
     on the runner for inspection.
     """
     n_in, n_out = len(kernel.in_specs), len(kernel.out_specs)
-    parallel = "parallel=True" in kernel.source
-    if parallel:
-        numba_threads.use_layer()
+    parallel = "parallel=True" in kernel.source  # its threading layer was chosen in load()
     ns: dict[str, Any] = {"kernel": fn, "ndarray": np.ndarray, "empty": np.empty,
                           "aligned": aligned_array, "coerce": _coerce, "lock": PARALLEL_LOCK}
     checks = []

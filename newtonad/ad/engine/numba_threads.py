@@ -24,7 +24,13 @@ from pathlib import Path
 
 
 def parallel_threads() -> int:
-    """The threads parallel loops would run on (numba's ``NUMBA_NUM_THREADS``)."""
+    """The threads parallel loops would run on.
+
+    Returns
+    -------
+    int
+        numba's ``NUMBA_NUM_THREADS``: one per core unless the environment says otherwise.
+    """
     from numba import config
 
     return int(config.NUMBA_NUM_THREADS)
@@ -56,7 +62,14 @@ def _load_tbb() -> bool:
 
 
 def layer() -> str:
-    """The threading layer (or numba's kind of layer) newtonad's parallel loops ask for."""
+    """The threading layer newtonad's parallel loops ask numba for.
+
+    Returns
+    -------
+    str
+        The user's choice (``numba.config.THREADING_LAYER`` or ``NUMBA_THREADING_LAYER``:
+        a layer, or a kind such as ``"safe"``), else ``"forksafe"``.
+    """
     from numba import config
 
     chosen = str(config.THREADING_LAYER).lower()
@@ -66,12 +79,15 @@ def layer() -> str:
 
 
 def use_layer() -> None:
-    """Ask numba for :func:`layer` before its threads start (once they run, it is fixed)."""
+    """Ask numba for :func:`layer` before its threads start (once they run, it is fixed).
+
+    Called before a kernel with parallel loops is compiled or loaded; a user's choice
+    of layer is left as it is.
+    """
     from numba import config
     from numba.np.ufunc import parallel
 
-    if (layer() == "forksafe" and str(config.THREADING_LAYER).lower() == "default"
-            and not getattr(parallel, "_is_initialized", True)):
+    if layer() == "forksafe" and not getattr(parallel, "_is_initialized", True):
         _load_tbb()
         config.THREADING_LAYER = "forksafe"
 
@@ -81,6 +97,11 @@ def cheap_launch() -> bool:
 
     numba's ``workqueue`` layer costs 50-70 µs per parallel loop on a 2-core machine
     (OpenMP: a few), so there only long loops gain from threads.
+
+    Returns
+    -------
+    bool
+        Whether :func:`layer` resolves to TBB or OpenMP here.
     """
     name = layer()
     if name in ("tbb", "omp"):
@@ -94,7 +115,14 @@ def cheap_launch() -> bool:
 
 
 def tag() -> str:
-    """What compiled code depends on here: serial loops, or parallel ones and their gate."""
+    """What compiled code depends on here: serial loops, or parallel ones and their gate.
+
+    Returns
+    -------
+    str
+        ``"serial"`` (one thread), ``"parallel"`` (a cheap launch) or
+        ``"parallel-workqueue"``; part of the disk cache's key.
+    """
     if parallel_threads() < 2:
         return "serial"
     return "parallel" if cheap_launch() else "parallel-workqueue"
