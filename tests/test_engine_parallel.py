@@ -25,20 +25,13 @@ import newtonad as nad
 from newtonad.ad import transforms as tf
 from newtonad.ad.engine import numba_codegen, numba_engine, numpy_eval
 from newtonad.ad.program import Program
+from .helpers import compile_fresh
 
 RTOL = 1e-12
 THREADS = min(2, numba.config.NUMBA_NUM_THREADS)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def kernel_cache(tmp_path_factory):
-    """One fresh kernel cache for this module (unless the caller chose one)."""
-    old = os.environ.get("NEWTONAD_CACHE_DIR")
-    if old is None:
-        os.environ["NEWTONAD_CACHE_DIR"] = str(tmp_path_factory.mktemp("newtonad-cache"))
-    yield
-    if old is None:
-        os.environ.pop("NEWTONAD_CACHE_DIR", None)
+pytestmark = pytest.mark.usefixtures("module_kernel_cache")
 
 
 @pytest.fixture
@@ -65,9 +58,7 @@ def parallel_steps(source: str) -> list[str]:
 
 def check(program: Program, inputs: tuple) -> str:
     """Run ``program`` on both engines (two threads and one), compare; return the source."""
-    kernel = numba_engine.lower(program)
-    fn, dispatcher, path = numba_engine.load(kernel)
-    run = numba_engine.make_runner(fn, kernel, dispatcher, path)
+    run, source = compile_fresh(program)
     ref = numpy_eval.compile_program(program)(*inputs)
     for threads in sorted({THREADS, 1}):
         numba.set_num_threads(threads)
@@ -82,7 +73,7 @@ def check(program: Program, inputs: tuple) -> str:
             scale = np.max(np.abs(b), initial=1.0)
             np.testing.assert_allclose(a, b, rtol=RTOL, atol=RTOL * scale,
                                        err_msg=f"output {n}, {threads} threads")
-    return kernel.source
+    return source
 
 
 def rosen(x):
@@ -252,10 +243,9 @@ def test_forked_process_runs_parallel_kernels(monkeypatch):
     n = 600_000  # parallel under the shipped gate, on any layer
     x = np.linspace(-1, 1, n)
     program = tf.value_and_grad_program(nad.trace(rosen, x))
-    kernel = numba_engine.lower(program)
-    assert "parallel=True" in kernel.source
-    fn, dispatcher, path = numba_engine.load(kernel)
-    expected = float(np.sum(numba_engine.make_runner(fn, kernel, dispatcher, path)(x)[1]))
+    run, source = compile_fresh(program)
+    assert "parallel=True" in source
+    expected = float(np.sum(run(x)[1]))
     pool = multiprocessing.get_context("fork").Pool(1)
     try:
         got = pool.apply_async(_child_gradient, (n,)).get(timeout=120)

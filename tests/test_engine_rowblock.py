@@ -14,7 +14,6 @@ key on the block settings.
 
 from __future__ import annotations
 
-import os
 import re
 
 import numpy as np
@@ -24,20 +23,13 @@ import newtonad as nad
 from newtonad.ad import transforms as tf
 from newtonad.ad.engine import numba_engine, numba_plan, numpy_eval
 from newtonad.ad.program import Program
+from .helpers import compile_fresh
 
 RTOL = 1e-12
 BLOCK = 16
 
 
-@pytest.fixture(scope="module", autouse=True)
-def kernel_cache(tmp_path_factory):
-    """One fresh kernel cache for this module (unless the caller chose one)."""
-    old = os.environ.get("NEWTONAD_CACHE_DIR")
-    if old is None:
-        os.environ["NEWTONAD_CACHE_DIR"] = str(tmp_path_factory.mktemp("newtonad-cache"))
-    yield
-    if old is None:
-        os.environ.pop("NEWTONAD_CACHE_DIR", None)
+pytestmark = pytest.mark.usefixtures("module_kernel_cache")
 
 
 @pytest.fixture
@@ -65,13 +57,6 @@ def logistic_data(m: int, n: int, seed: int = 0):
 def lstsq_data(m: int, n: int, seed: int = 1):
     rng = np.random.default_rng(seed)
     return rng.normal(size=n), (rng.normal(size=(m, n)), rng.normal(size=m))
-
-
-def compile_fresh(program: Program):
-    """The numba runner of ``program`` lowered with the current settings."""
-    kernel = numba_engine.lower(program)
-    fn, dispatcher, path = numba_engine.load(kernel)
-    return numba_engine.make_runner(fn, kernel, dispatcher, path), kernel.source
 
 
 def blocks_in(source: str) -> list[tuple[int, int]]:
