@@ -12,7 +12,34 @@ from typing import Any
 import numpy as np
 
 from . import numpy_api as npa
+from . import numpy_linalg, numpy_special
 from .trace import Var
+
+# What Var's NumPy protocols dispatch to: ufuncs by name, functions by object.
+UFUNCS: dict[str, Any] = {**npa.UFUNCS, **numpy_special.UFUNCS}
+FUNCTIONS: dict[Any, Any] = {**npa.FUNCTIONS, **numpy_linalg.FUNCTIONS, **numpy_special.FUNCTIONS}
+
+
+def _qualified_name(fn: Any) -> str:
+    """``numpy.sin``, ``scipy.special.erf``: where the user found the function."""
+    module = getattr(fn, "__module__", None)
+    name = getattr(fn, "__name__", repr(fn))
+    if module is None and isinstance(fn, np.ufunc):  # ufuncs carry no __module__ ...
+        module = "numpy" if getattr(np, name, None) is fn else _scipy_home(fn)
+    module = (module or "numpy").replace("numpy._core.multiarray", "numpy")
+    for private in ("._", ".core", ".linalg._linalg"):
+        if private in module:
+            module = module.split(private)[0] + (".linalg" if "linalg" in module else "")
+    return f"{module}.{name}"
+
+
+def _scipy_home(fn: Any) -> str:
+    import sys
+
+    special = sys.modules.get("scipy.special")
+    if special is not None and getattr(special, fn.__name__, None) is fn:
+        return "scipy.special"
+    return "numpy"
 
 
 def _ufunc(self: Var, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -22,22 +49,22 @@ def _ufunc(self: Var, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any)
     kwargs.pop("out", None)
     if method == "reduce" and ufunc.__name__ in npa.UFUNC_REDUCE:
         return npa.UFUNC_REDUCE[ufunc.__name__](*inputs, **kwargs)
-    if method != "__call__" or ufunc.__name__ not in npa.UFUNCS:
-        what = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
-        raise NotImplementedError(f"newtonad cannot trace numpy.{what}: it has no derivative "
-                                  "rule here. Supported ufuncs: " + ", ".join(sorted(npa.UFUNCS)))
+    name = _qualified_name(ufunc)
+    if method != "__call__" or ufunc.__name__ not in UFUNCS:
+        what = name if method == "__call__" else f"{name}.{method}"
+        raise NotImplementedError(f"newtonad cannot trace {what}: it has no derivative "
+                                  "rule here. Supported ufuncs: " + ", ".join(sorted(UFUNCS)))
     if kwargs:
-        raise NotImplementedError(f"np.{ufunc.__name__} with arguments {sorted(kwargs)} "
+        raise NotImplementedError(f"{name} with arguments {sorted(kwargs)} "
                                   "is not supported while tracing")
-    return npa.UFUNCS[ufunc.__name__](*inputs)
+    return UFUNCS[ufunc.__name__](*inputs)
 
 
 def _function(self: Var, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
-    impl = npa.FUNCTIONS.get(func)
+    impl = FUNCTIONS.get(func)
     if impl is None:
-        name = getattr(func, "__module__", "numpy").replace("numpy.", "np.") + "." + func.__name__
         raise NotImplementedError(
-            f"newtonad cannot trace {name.replace('numpy', 'np')}: no derivative rule is "
+            f"newtonad cannot trace {_qualified_name(func)}: no derivative rule is "
             "defined for it. Write it with supported operations, or see newtonad.numpy "
             "for the functions that trace.")
     return impl(*args, **kwargs)

@@ -299,11 +299,14 @@ def compile_program(program: Program) -> Callable[..., tuple]:
     run = _load_cached(program)
     if run is not None:
         return run
-    from .numba_plan import Unsupported
+    from .numba_plan import SUPPORTED, Unsupported
 
     try:
         kernel = lower(program)
     except Unsupported as e:
+        if all(s.primitive.numpy_only for s in program.steps
+               if s.primitive.name not in SUPPORTED):
+            return numpy_eval.compile_program(program)  # documented: NumPy-evaluated primitives
         return _fallback(program, f"primitive {e.args[0]!r} is not supported")
     except RecursionError:
         return _fallback(program, "the program is too deep to lower")

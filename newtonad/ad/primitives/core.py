@@ -34,7 +34,8 @@ class Primitive:
     """A named operation with its rules (see the module docstring)."""
 
     def __init__(self, name: str, *, impl: Callable, shape: Callable,
-                 jvp: Callable | None = None, transpose: Callable | None = None):
+                 jvp: Callable | None = None, transpose: Callable | None = None,
+                 numpy_only: bool = False):
         if name in REGISTRY:
             raise ValueError(f"primitive {name!r} is defined twice")
         self.name = name
@@ -42,6 +43,9 @@ class Primitive:
         self.shape_rule = shape
         self.jvp = jvp
         self.transpose = transpose
+        # No numba lowering by design (matrix factorisations, special functions numba
+        # lacks): a program using it runs on the NumPy evaluator, without a warning.
+        self.numpy_only = numpy_only
         REGISTRY[name] = self
 
     @property
