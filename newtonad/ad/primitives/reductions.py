@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from ..program import Slot
-from .core import Primitive, lift, shape_of
-from .elementwise import add, convert, div, eq, mul
+from .core import Primitive, aval_of, lift, shape_of
+from .elementwise import add, convert, div, eq, mul, select, sub
 
 
 def _reduced_shape(x: Slot, *, axes: tuple[int, ...]) -> Slot:
@@ -66,9 +66,29 @@ def _prod_jvp(primals, tangents, out, *, axes):
     (x,), (t,) = primals, tangents
     if t is None:
         return None
-    # d prod / d x_i = prod / x_i (as autograd does; undefined where an x_i is zero).
-    others = div(expand_reduced(out, x.aval.shape, axes), x)
-    return reduce_sum(mul(t, lift(others)), axes=axes)
+    return reduce_sum(mul(t, lift(_prod_of_others(x, out, axes))), axes=axes)
+
+
+def _prod_of_others(x, out, axes):
+    """``prod_{j != i} x_j`` for every entry ``i`` of the reduced axes, without 0/0.
+
+    Where ``x_i != 0`` it is ``out / x_i`` (exact to every order: the derivative of
+    ``out`` is this rule again). Where ``x_i == 0`` it is ``P * E_i``: ``P`` is the
+    product of the nonzero entries, and ``E_i``, the product of the *other* zero
+    entries, is 1 with no other zero, ``x_m`` (written ``S - x_i``, ``S`` the sum of
+    the zero entries) with one other zero at ``m``, and 0 with more. Value, gradient
+    and Hessian are exact wherever zeros are; the third derivative is not at 3 zeros.
+    """
+    shape = x.aval.shape
+    zero = eq(x, 0.0)
+    nonzero_x = select(zero, 1.0, x)
+    n_zeros = expand_reduced(reduce_sum(convert(zero, dtype="float64"), axes=axes), shape, axes)
+    p_nonzero = expand_reduced(reduce_prod(nonzero_x, axes=axes), shape, axes)
+    s_zeros = expand_reduced(reduce_sum(select(zero, x, 0.0), axes=axes), shape, axes)
+    other_zeros = select(eq(n_zeros, 1.0), 1.0,
+                         select(eq(n_zeros, 2.0), sub(s_zeros, x), 0.0))
+    return select(zero, mul(p_nonzero, other_zeros),
+                  div(expand_reduced(out, shape, axes), nonzero_x))
 
 
 reduce_prod_p = Primitive("reduce_prod", impl=lambda x, *, axes: np.prod(x, axis=axes),
@@ -95,6 +115,89 @@ cumsum_p = Primitive(
     transpose=lambda ct, x, *, axis, reverse: [cumsum(ct, axis=axis, reverse=not reverse)])
 
 
+# ---- linear_scan: y_i = a_i * y_(i-1) + b_i (cumprod, and its own derivatives) -------------
+
+def _scan_impl(a, b, *, axis, reverse):
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+    a, b = np.moveaxis(a, axis, 0), np.moveaxis(b, axis, 0)
+    if reverse:
+        a, b = a[::-1], b[::-1]
+    y = np.empty(b.shape)
+    carry = np.zeros(b.shape[1:])
+    for i in range(b.shape[0]):  # a recurrence: each step needs the one before
+        carry = a[i] * carry + b[i]
+        y[i] = carry
+    return np.moveaxis(y[::-1] if reverse else y, 0, axis)
+
+
+def _scan_shape(a: Slot, b: Slot, *, axis: int, reverse: bool) -> Slot:
+    if a.shape != b.shape:
+        raise ValueError(f"linear_scan needs operands of one shape, got {a.shape} and {b.shape}")
+    if not 0 <= axis < a.ndim:
+        raise ValueError(f"axis {axis} is out of range for shape {a.shape}")
+    return Slot(a.shape, "float64")
+
+
+def shift_along(x, axis: int, reverse: bool):
+    """``x`` moved one step along ``axis`` (``y_i = x_(i-1)``, or ``x_(i+1)`` reversed), 0 in."""
+    from .structural import slice_, unslice
+
+    shape = shape_of(x)
+    n = shape[axis]
+    lead = [(0, m, 1) for m in shape[:axis]]
+    if n <= 1:
+        return mul(x, 0.0)
+    kept = slice_(x, lead + [(1, n, 1) if reverse else (0, n - 1, 1)])
+    return unslice(kept, shape, lead + [(0, n - 1, 1) if reverse else (1, n, 1)])
+
+
+def _scan_jvp(primals, tangents, out, *, axis, reverse):
+    (a, _), (ta, tb) = primals, tangents
+    # d y_i = a_i d y_(i-1) + (d a_i y_(i-1) + d b_i): the same recurrence on new inputs.
+    from_a = None if ta is None else mul(ta, lift(shift_along(out, axis, reverse)))
+    drive = from_a if tb is None else (tb if from_a is None else add(from_a, tb))
+    if drive is None:
+        return None
+    return linear_scan(lift(a), drive, axis=axis, reverse=reverse)
+
+
+def _scan_transpose(ct, a, b, *, axis, reverse):
+    from .core import is_undef
+
+    if is_undef(a) or not is_undef(b):
+        raise ValueError("linear_scan is linear in b only, with a known")
+    # y = L b with L lower triangular, L_ij = a_(j+1) ... a_i; L^T runs the other way.
+    return [None, linear_scan(shift_along(a, axis, not reverse), ct, axis=axis,
+                              reverse=not reverse)]
+
+
+linear_scan_p = Primitive("linear_scan", impl=_scan_impl, shape=_scan_shape, jvp=_scan_jvp,
+                          transpose=_scan_transpose, numpy_only=True)
+
+
+def linear_scan(a, b, *, axis, reverse=False):
+    """``y_i = a_i y_(i-1) + b_i`` along ``axis`` (from the end if ``reverse``), ``y_(-1) = 0``.
+
+    ``a`` and ``b`` broadcast against each other (a tangent frame against a lifted primal).
+    """
+    from .structural import broadcast_to
+
+    shape = tuple(np.broadcast_shapes(shape_of(a), shape_of(b)))
+    a = broadcast_to(convert(a, dtype="float64") if aval_dtype(a) != "float64" else a, shape)
+    b = broadcast_to(convert(b, dtype="float64") if aval_dtype(b) != "float64" else b, shape)
+    return linear_scan_p(a, b, axis=int(axis), reverse=bool(reverse))
+
+
+def cumprod(x, *, axis):
+    """Running product along ``axis``: ``linear_scan`` with ``a = x`` started at ``x_0``."""
+    from .structural import slice_, unslice
+
+    shape = shape_of(x)
+    lead = [(0, m, 1) for m in shape[:axis]]
+    first = unslice(slice_(x, lead + [(0, 1, 1)]), shape, lead + [(0, 1, 1)])
+    return linear_scan(x, first, axis=axis)
+
+
 def reduce_sum(x, *, axes): return reduce_sum_p(x, axes=tuple(axes))
 def reduce_max(x, *, axes): return reduce_max_p(x, axes=tuple(axes))
 def reduce_min(x, *, axes): return reduce_min_p(x, axes=tuple(axes))
@@ -102,5 +205,9 @@ def reduce_prod(x, *, axes): return reduce_prod_p(x, axes=tuple(axes))
 def cumsum(x, *, axis, reverse=False): return cumsum_p(x, axis=axis, reverse=reverse)
 
 
-__all__ = ["add", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "cumsum",
+def aval_dtype(x: Any) -> str:
+    return aval_of(x).dtype
+
+
+__all__ = ["linear_scan", "cumprod", "add", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "cumsum",
            "expand_reduced", "keepdims_shape"]
