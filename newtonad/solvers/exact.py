@@ -37,7 +37,8 @@ from .trust_region import QuadraticModel, boundary_intersections
 
 _EPS = float(np.finfo(float).eps)
 
-__all__ = ["ExactSubproblem", "solve_dense_trs", "check_size", "MAX_DENSE_N", "HessianBounds"]
+__all__ = ["ExactSubproblem", "solve_dense_trs", "eigen_trs", "check_size", "MAX_DENSE_N",
+           "HessianBounds"]
 
 #: largest n trust-exact accepts (the n-by-n Hessian then takes 200 MB)
 MAX_DENSE_N = 5000
@@ -138,7 +139,7 @@ def _indefinite_bound(a: np.ndarray, u: np.ndarray, k: int) -> float:
     return -float(v @ (a @ v)) / float(v @ v)
 
 
-def _eigen_solve(h: np.ndarray, g: np.ndarray, radius: float) -> DenseTRS:
+def eigen_trs(h: np.ndarray, g: np.ndarray, radius: float) -> DenseTRS:
     """Fallback: the exact solution from an eigendecomposition (hard case included)."""
     mu, s = np.linalg.eigh(h)
     gh = s.T @ g
@@ -263,7 +264,7 @@ def solve_dense_trs(h: np.ndarray, g: np.ndarray, radius: float, *, k_easy: floa
         else:
             lo = max(lo, newton)
             lam, u = _safeguarded(lo, hi), None
-    sol = _eigen_solve(h, g, radius)
+    sol = eigen_trs(h, g, radius)
     return sol._replace(iterations=maxiter)
 
 
@@ -274,6 +275,9 @@ class ExactSubproblem(QuadraticModel):
     When the driver shrinks the radius after a rejected step, the solve at the
     smaller radius starts from the previous lower bound on ``λ`` (the
     multiplier grows as the radius shrinks), as CGT section 7.3.8 suggests.
+
+    A Hessian with nan or inf in it (or entries so large that the
+    factorisations overflow) gives :meth:`~.QuadraticModel.steepest_descent_step`.
 
     Parameters
     ----------
@@ -288,7 +292,7 @@ class ExactSubproblem(QuadraticModel):
 
     def __init__(self, problem: Any, x: np.ndarray, fun: Optional[float] = None,
                  jac: Optional[np.ndarray] = None, maxiter: int = 25, **options: Any) -> None:
-        super().__init__(problem, x, fun, jac)
+        super().__init__(problem, x, fun, jac, **options)
         self.maxiter = maxiter
         self._bounds: Optional[HessianBounds] = None
         self._last_radius = math.inf
@@ -304,12 +308,23 @@ class ExactSubproblem(QuadraticModel):
         hits_boundary : bool
             True if the step is on the boundary (to within ``κ_easy``).
         """
+        if self.nonfinite_hessian:
+            return self.steepest_descent_step(trust_radius)
         h, g = self.hess, self.jac
         if self._bounds is None:
             self._bounds = HessianBounds.of(h)
+            if not all(math.isfinite(b) for b in self._bounds):  # nan / inf in H, or |H| ~ 1e308
+                self.hessian_failed()
+                return self.steepest_descent_step(trust_radius)
         lam_lo = self._lam_lo if trust_radius < self._last_radius else 0.0
-        sol = solve_dense_trs(h, g, trust_radius, k_easy=self.k_easy, k_hard=self.k_hard,
-                              maxiter=self.maxiter, bounds=self._bounds, lam_lo=lam_lo)
+        try:
+            sol = solve_dense_trs(h, g, trust_radius, k_easy=self.k_easy, k_hard=self.k_hard,
+                                  maxiter=self.maxiter, bounds=self._bounds, lam_lo=lam_lo)
+        except (ValueError, np.linalg.LinAlgError):  # λ overflowed: LAPACK met inf
+            sol = None
+        if sol is None or not np.isfinite(sol.p).all():
+            self.hessian_failed()
+            return self.steepest_descent_step(trust_radius)
         self._last_radius, self._lam_lo = trust_radius, sol.lam_lo
         self.inner_iterations += sol.iterations
         p = sol.p

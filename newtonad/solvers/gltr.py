@@ -56,14 +56,17 @@ class GLTRSubproblem(QuadraticModel):
 
     Notes
     -----
-    The Lanczos basis and ``T`` are kept, so re-solving for a smaller radius
+    A Hessian product with nan or inf in it ends the Lanczos process: the step
+    then comes from the subspace built so far, or, if even ``H g`` is not
+    finite, is :meth:`~.QuadraticModel.steepest_descent_step`. The ``max_time``
+    deadline ends it the same way. The Lanczos basis and ``T`` are kept, so re-solving for a smaller radius
     after a rejected step first re-solves the small tridiagonal problem and only
     extends the subspace if that is not accurate enough.
     """
 
     def __init__(self, problem: Any, x: np.ndarray, fun: Optional[float] = None,
                  jac: Optional[np.ndarray] = None, inexact: bool = True, **options: Any) -> None:
-        super().__init__(problem, x, fun, jac)
+        super().__init__(problem, x, fun, jac, **options)
         self.inexact = inexact
         self._basis: Optional[np.ndarray] = None  # rows q_0, q_1, ...
         self._diag = np.empty(0)                 # T[j, j]
@@ -71,6 +74,8 @@ class GLTRSubproblem(QuadraticModel):
         self._k = 0                              # Lanczos steps taken: T is k by k
         self._w: Optional[np.ndarray] = None     # unnormalised next Lanczos vector
         self._lam = 0.0
+        self._exhausted = False  # no more Lanczos steps: H q was not finite, or time is up
+        self._steepest_only = False  # even H g was not finite: no Krylov model at this point
         # the CG iteration equivalent to the Lanczos steps (Gould et al., section 2):
         # its iterate is the subspace solution while T is positive definite and
         # the iterate inside the ball, so no tridiagonal problem need be solved
@@ -84,7 +89,8 @@ class GLTRSubproblem(QuadraticModel):
             return min(0.5, gnorm) * gnorm, min(0.05, 0.1 * math.sqrt(gnorm)) * gnorm
         return 1e-8 * gnorm, 1e-6 * gnorm
 
-    def _start(self) -> None:
+    def _start(self) -> bool:
+        """First Lanczos vector ``g / ‖g‖`` and step; False if ``H g`` is not finite."""
         g = self.jac
         n = g.size
         # Lanczos without reorthogonalisation loses orthogonality, and then
@@ -97,10 +103,13 @@ class GLTRSubproblem(QuadraticModel):
         self._off = np.empty(cap)
         np.multiply(g, 1.0 / self.jac_mag, out=self._basis[0])
         self._rr = self._dd = self.jac_mag ** 2
-        self._lanczos_step()
+        return self._lanczos_step()
 
-    def _lanczos_step(self) -> None:
-        """From ``q_{k-1}`` (stored): ``T[k-1, k-1]``, ``γ_k`` and the next ``w``; ``k += 1``."""
+    def _lanczos_step(self) -> bool:
+        """From ``q_{k-1}`` (stored): ``T[k-1, k-1]``, ``γ_k`` and the next ``w``; ``k += 1``.
+
+        Returns False, leaving ``T`` as it was, when ``H q`` has nan or inf in it.
+        """
         j = self._k
         q = self._basis[j]
         w = self.hessp(q)
@@ -109,14 +118,26 @@ class GLTRSubproblem(QuadraticModel):
         axpy(-delta, q, w)
         if j > 0:
             axpy(-self._off[j - 1], self._basis[j - 1], w)
+        gamma = math.sqrt(w @ w)
+        if not (math.isfinite(delta) and math.isfinite(gamma)):
+            self.hessian_failed()
+            self._exhausted = True
+            return False
         self._diag[j] = delta
-        self._off[j] = math.sqrt(w @ w)
+        self._off[j] = gamma
         self._w = w
         self._k = j + 1
+        return True
 
-    def _grow(self) -> None:
-        """Normalise ``w`` into the next basis vector (growing the buffers) and step."""
+    def _grow(self) -> bool:
+        """Normalise ``w`` into the next basis vector (growing the buffers) and step.
+
+        Returns False, changing nothing, when the subspace cannot grow: at its
+        size limit, after a product with nan or inf, or past the deadline.
+        """
         j = self._k
+        if self._exhausted or j >= self._maxdim or self.out_of_time():
+            return False
         basis = self._basis
         if j >= basis.shape[0]:
             cap = min(2 * basis.shape[0], self._maxdim)
@@ -126,7 +147,7 @@ class GLTRSubproblem(QuadraticModel):
             self._diag = np.concatenate([self._diag, np.empty(cap - j)])
             self._off = np.concatenate([self._off, np.empty(cap - j)])
         np.multiply(self._w, 1.0 / self._off[j - 1], out=basis[j])
-        self._lanczos_step()
+        return self._lanczos_step()
 
     def _cg_advance(self, radius: float) -> bool:
         """Follow the last Lanczos step with the equivalent CG step; False once not interior.
@@ -162,25 +183,28 @@ class GLTRSubproblem(QuadraticModel):
         """
         tol_interior, tol_boundary = self._tolerances()
         gnorm = self.jac_mag
+        if gnorm == 0.0:  # stationary: no Krylov space to search
+            self._record(np.zeros_like(self.jac), 0.0)
+            return self._last_step, False
         if self._basis is None:
-            self._start()
+            self._steepest_only = not self._start()
             # interior phase: CG in Lanczos form, no tridiagonal problem to solve
-            while self._cg_advance(trust_radius):
+            while not self._steepest_only and self._cg_advance(trust_radius):
                 k = self._k
                 small = self._off[k - 1] <= 1e-14 * max(1.0, abs(self._diag[k - 1]))
-                if self._rr <= tol_interior * tol_interior or small or k >= self._maxdim:
+                if self._rr <= tol_interior * tol_interior or small or not self._grow():
                     return self._finish(self._interior_solution(), trust_radius)
-                self._grow()
-        while True:
+        if self._steepest_only:
+            return self.steepest_descent_step(trust_radius)
+        while True:  # each pass adds a Lanczos step, so at most _maxdim passes
             k = self._k
             diag, off = self._diag[:k], self._off[: k - 1]
             sol = solve_tridiagonal_trs(diag, off, gnorm, trust_radius, self._lam)
             residual = self._off[k - 1] * abs(sol.h[-1])
             tol = tol_boundary if sol.hits_boundary else tol_interior
             small = self._off[k - 1] <= 1e-14 * max(1.0, float(np.abs(diag).max()))
-            if residual <= tol or small or k >= self._maxdim:
+            if residual <= tol or small or not self._grow():
                 break
-            self._grow()
         self._lam = sol.lam
         return self._finish(sol, trust_radius)
 
@@ -197,6 +221,10 @@ class GLTRSubproblem(QuadraticModel):
     def _finish(self, sol: TRSSolution, radius: float) -> tuple[np.ndarray, bool]:
         h = sol.h
         k = h.size
+        if not np.isfinite(h).all():  # T's entries overflowed the small solve
+            self.hessian_failed()
+            self._steepest_only = True
+            return self.steepest_descent_step(radius)
         p = h @ self._basis[:k]
         diag, off = self._diag[:k], self._off[: k - 1]
         quad = float(diag @ (h * h)) + 2.0 * float(off @ (h[:-1] * h[1:]))

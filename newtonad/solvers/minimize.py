@@ -9,11 +9,26 @@ import numpy as np
 from scipy.optimize import OptimizeResult
 
 from .monitor import wrap_callback
-from .options import NATIVE_METHODS, parse_options
+from .options import NATIVE_METHODS, check_options_type, check_tol, parse_options
 from .problem import FlatProblem, check_x0, has_objective_protocol
 from .scipy_bridge import SCIPY_METHODS, minimize_with_scipy
 
 __all__ = ["minimize"]
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_arguments(options: Any, tol: Any, callback: Any) -> None:
+    """Reject ``options``, ``tol`` and ``callback`` of the wrong kind before any work."""
+    check_options_type(options)
+    check_tol(tol)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable, callback(intermediate_result) or "
+                        f"callback(xk), or None; got {type(callback).__name__} "
+                        f"{_short_repr(callback)}")
 
 
 def _as_objective(f: Any, args: tuple) -> Any:
@@ -25,7 +40,8 @@ def _as_objective(f: Any, args: tuple) -> Any:
         return f
     if not callable(f):
         raise TypeError(f"f must be a callable f(x, *args) -> float or an objective with "
-                        f"fun/jac/hessp, got {type(f).__name__}")
+                        f"fun/jac/hessp, got {type(f).__name__} {_short_repr(f)}; pass the "
+                        f"function itself, nad.minimize(f, x0), not its value f(x0)")
     from newtonad.objective import Objective  # lazily: the AD core is imported on demand
     return Objective(f, args=args)
 
@@ -123,11 +139,16 @@ def minimize(f: Any, x0: Any, args: Union[tuple, Any] = (), method: Union[str, C
 
     Raises
     ------
+    TypeError
+        For an ``f`` that is not callable, ``options`` that is not a dict, a
+        ``tol`` or numeric option that is not a number, or a ``callback`` that
+        is not callable.
     ValueError
         For a non-finite, empty or non-numeric ``x0``, an ``f(x0)`` or gradient
-        at ``x0`` that is not finite, an unknown method, bad options, or
+        at ``x0`` that is not finite, an unknown method, bad option values, or
         trust-exact above its size limit.
     """
+    _check_arguments(options, tol, callback)
     x0 = check_x0(x0)
     if not isinstance(args, tuple):
         args = (args,)

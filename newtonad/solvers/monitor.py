@@ -19,7 +19,7 @@ from scipy.optimize import OptimizeResult
 
 from .problem import FlatProblem
 
-__all__ = ["Status", "Monitor", "wrap_callback"]
+__all__ = ["Status", "Monitor", "wrap_callback", "nonfinite_note"]
 
 
 class Status(enum.IntEnum):
@@ -70,6 +70,22 @@ def wrap_callback(callback: Optional[Callable], unflatten: Callable[[np.ndarray]
         def call(x: np.ndarray, f: float) -> None:
             callback(unflatten(x.copy()))
     return call
+
+
+def nonfinite_note(counts: dict[str, int]) -> str:
+    """A sentence on the nan / inf values met (``FlatProblem.nonfinite``), or ``""``."""
+    parts = []
+    if counts.get("fun"):
+        parts.append(f"the objective's value at {counts['fun']} trial point(s)")
+    if counts.get("jac"):
+        parts.append(f"its gradient at {counts['jac']} trial point(s)")
+    if counts.get("hess"):
+        parts.append(f"its Hessian at {counts['hess']} iterate(s), where steepest-descent "
+                     "steps were taken instead of Newton steps")
+    if not parts:
+        return ""
+    return (" The objective returned nan or inf: " + "; ".join(parts)
+            + ". The result is the best finite point found.")
 
 
 class Monitor:
@@ -151,9 +167,16 @@ class Monitor:
 
     def result(self, status: Status, x: np.ndarray, f: float, g: np.ndarray, nit: int,
                message: Optional[str] = None, **extra: Any) -> OptimizeResult:
-        """Assemble the ``OptimizeResult`` (``x`` and ``jac`` in the user's shape)."""
+        """Assemble the ``OptimizeResult`` (``x`` and ``jac`` in the user's shape).
+
+        A run that did not succeed gets, after the reason it stopped, a note of
+        the nan or inf values the objective gave on the way, which are most
+        often why.
+        """
         p = self.problem
         msg = status.message if message is None else message
+        if status != Status.SUCCESS:
+            msg = f"{msg}{nonfinite_note(p.nonfinite)}"
         res = OptimizeResult(x=p.unflatten(x.copy()), fun=float(f), jac=p.unflatten(g.copy()),
                              nit=nit, status=int(status), success=status == Status.SUCCESS,
                              message=msg, **p.counts())

@@ -26,6 +26,7 @@ Wright, *Numerical Optimization*, 2nd ed. (2006), with
 from __future__ import annotations
 
 import math
+import time
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
@@ -37,30 +38,37 @@ from .line_search import backtracking, wolfe
 from .linalg import axpy, scal_sub
 from .monitor import Monitor, Status
 from .problem import FlatProblem, HessOperator
-from .trust_region import check_start
+from .trust_region import check_start, converged
 
 __all__ = ["minimize_newton_cg", "truncated_cg", "CGStep"]
 
 
 class CGStep(NamedTuple):
-    """A truncated-CG direction: ``p``, CG iterations, negative curvature met."""
+    """A truncated-CG direction: ``p``, CG iterations, negative curvature met,
+    and whether a Hessian product came out nan or inf (CG stopped before it)."""
 
     p: np.ndarray
     iterations: int
     negative_curvature: bool
+    nonfinite_hessian: bool = False
 
 
 _dasum = blas.dasum
+#: backtracking searches restarted 10 times shorter after a non-finite gradient
+_MAX_RESTARTS = 20
 
 
 def truncated_cg(hv: HessOperator, g: np.ndarray, gnorm: float, eta: float,
-                 maxiter: int) -> CGStep:
+                 maxiter: int, deadline: float = math.inf) -> CGStep:
     """Approximately solve ``H p = -g`` by CG until ``‖H p + g‖₁ <= η ‖g‖₁``.
 
     This is the inner loop of algorithm 7.1 of Nocedal & Wright, 2nd ed. On a
     direction ``d`` of non-positive curvature the loop stops and returns
     ``z + (r @ r / |d @ H d|) d`` (for the first direction, ``d = -g``), a
     descent direction that exploits the curvature instead of discarding it.
+    A product ``H d`` with nan or inf in it, or the ``time.perf_counter()``
+    ``deadline``, stops the loop at the current iterate ``z`` (which is 0, no
+    direction, if the very first product is not finite).
     """
     n = g.size
     z = np.zeros(n)
@@ -69,10 +77,12 @@ def truncated_cg(hv: HessOperator, g: np.ndarray, gnorm: float, eta: float,
     rr = gnorm * gnorm
     tol1 = eta * _dasum(g)
     for j in range(maxiter):
-        if _dasum(r) <= tol1:
+        if _dasum(r) <= tol1 or (j > 0 and time.perf_counter() >= deadline):
             return CGStep(z, j, False)
         bd = hv(d)
         curv = float(d @ bd)
+        if not math.isfinite(curv):
+            return CGStep(z, j + 1, False, True)
         if curv <= 0.0:
             # along d the model falls as -t rr + t^2 curv / 2 without bound; go as
             # far as a positive-curvature step of the same magnitude would
@@ -137,17 +147,20 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
     monitor.start_run(x, f, gnorm, 0.0)
     f_prev = None
     k = 0
-    status = Status.SUCCESS if gnorm < gtol else None
+    status = Status.SUCCESS if converged(gnorm, gtol) else None
     if status is None and maxiter <= 0:
         status = Status.MAXITER
     while status is None:
         eta = min(0.5, gnorm)
         hv = problem.linearize_hessp(x)
-        step = truncated_cg(hv, g, gnorm, eta, cg_maxiter)
+        step = truncated_cg(hv, g, gnorm, eta, cg_maxiter, monitor.deadline)
+        if step.nonfinite_hessian:
+            problem.note_nonfinite_hessian()
         found = _search(problem, x, f, g, step, f_prev, c1, c2)
         if found is None:  # p failed: fall back on steepest descent once
-            ghg = float(g @ hv(g))
-            scale = gnorm * gnorm / ghg if ghg > 0.0 else 1.0 / max(gnorm, 1.0)
+            ghg = float(g @ hv(g)) if not step.nonfinite_hessian else math.nan
+            # the Cauchy step of the quadratic model, or a unit-free guess without curvature
+            scale = gnorm * gnorm / ghg if 0.0 < ghg < math.inf else 1.0 / max(gnorm, 1.0)
             found = _search(problem, x, f, g, CGStep(-scale * g, 0, False), None, c1, c2)
         k += 1
         if found is None:
@@ -161,7 +174,7 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
         status = monitor.iteration(k, x, f, gnorm, step_norm, step.iterations)
         if status is Status.CALLBACK:
             break
-        if gnorm < gtol:
+        if converged(gnorm, gtol):
             status = Status.SUCCESS
         elif xtol is not None and alpha * _dasum(step.p) <= n * xtol:
             status = Status.SUCCESS
@@ -177,7 +190,7 @@ def _search(problem: FlatProblem, x: np.ndarray, f: float, g: np.ndarray, step: 
     """
     p = step.p
     slope = float(g @ p)
-    if not slope < 0.0:
+    if not (slope < 0.0 and math.isfinite(slope) and np.isfinite(p).all()):
         return None
     found = wolfe(problem.fun, problem.jac, x, p, f, slope, f_prev, c1=c1, c2=c2)
     if found is not None:
@@ -185,7 +198,7 @@ def _search(problem: FlatProblem, x: np.ndarray, f: float, g: np.ndarray, step: 
     pnorm = math.sqrt(p @ p)
     min_alpha = 1e-16 * (1.0 + math.sqrt(x @ x)) / pnorm
     alpha0 = 1.0
-    while True:
+    for _ in range(_MAX_RESTARTS):
         ls = backtracking(problem.fun, x, p, f, slope, alpha0=alpha0, c1=c1, min_alpha=min_alpha)
         if ls.alpha == 0.0:
             return None
@@ -193,3 +206,4 @@ def _search(problem: FlatProblem, x: np.ndarray, f: float, g: np.ndarray, step: 
         if np.isfinite(g_new).all():
             return ls.alpha, ls.x, ls.fun, g_new
         alpha0 = 0.1 * ls.alpha
+    return None

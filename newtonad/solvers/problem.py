@@ -11,6 +11,7 @@ fallbacks built from the others, so a hand-written object with only ``fun``,
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -83,6 +84,9 @@ class FlatProblem:
         self.n = int(np.prod(self.shape, dtype=np.int64))
         self._flat = self.shape == (self.n,)
         self._calls = {"nfev": 0, "njev": 0, "nhev": 0}
+        #: how often the objective gave nan or inf: values and gradients at trial
+        #: points, and points where the Hessian (or a product with it) was not finite
+        self.nonfinite = {"fun": 0, "jac": 0, "hess": 0}
         self._value_and_grad = getattr(objective, "value_and_grad", None)
         self._linearize = getattr(objective, "linearize_hessp", None)
         self._hessp = getattr(objective, "hessp", None)
@@ -100,13 +104,18 @@ class FlatProblem:
     def fun(self, x: np.ndarray) -> float:
         """Objective value at flat ``x`` as a Python float (may be nan or inf)."""
         self._calls["nfev"] += 1
-        return float(self.objective.fun(self.unflatten(x)))
+        f = float(self.objective.fun(self.unflatten(x)))
+        if not math.isfinite(f):
+            self.nonfinite["fun"] += 1
+        return f
 
     def jac(self, x: np.ndarray) -> np.ndarray:
         """Gradient at flat ``x`` as a flat float64 vector."""
         self._calls["njev"] += 1
-        g = self.objective.jac(self.unflatten(x))
-        return np.asarray(g, dtype=np.float64).reshape(self.n)
+        g = np.asarray(self.objective.jac(self.unflatten(x)), dtype=np.float64).reshape(self.n)
+        if not np.isfinite(g).all():
+            self.nonfinite["jac"] += 1
+        return g
 
     def value_and_grad(self, x: np.ndarray, check: bool = False) -> tuple[float, np.ndarray]:
         """Value and gradient at flat ``x`` (one pass when the objective offers it).
@@ -176,6 +185,10 @@ class FlatProblem:
         h = h + h.T
         h *= 0.5
         return h
+
+    def note_nonfinite_hessian(self) -> None:
+        """Record that the Hessian at the current point had nan or inf in it."""
+        self.nonfinite["hess"] += 1
 
     # -- counters -----------------------------------------------------------------
     def counts(self) -> dict[str, int]:

@@ -38,6 +38,10 @@ class SteihaugSubproblem(QuadraticModel):
     lower model value), or an iterate leaving the ball (then the step stops
     on the boundary).
 
+    A product ``H d`` with nan or inf in it ends CG at the last iterate (or, at
+    the first product, gives :meth:`~.QuadraticModel.steepest_descent_step`),
+    and so does the ``max_time`` deadline.
+
     The CG iterates grow in norm monotonically (Steihaug 1983, theorem 2.1), so
     the steps for every smaller radius lie on the same piecewise-linear path.
     The path is recorded (within :data:`PATH_MEMORY`), and when the driver
@@ -47,7 +51,7 @@ class SteihaugSubproblem(QuadraticModel):
 
     def __init__(self, problem: Any, x: np.ndarray, fun: Optional[float] = None,
                  jac: Optional[np.ndarray] = None, **options: Any) -> None:
-        super().__init__(problem, x, fun, jac)
+        super().__init__(problem, x, fun, jac, **options)
         self.maxiter = max(2 * problem.n, 20)
         self._path_radius = -1.0          # radius the recorded path is valid up to
         self._dirs: list[np.ndarray] = []     # d_j
@@ -57,6 +61,7 @@ class SteihaugSubproblem(QuadraticModel):
         self._end_sq: list[float] = []        # ||z_j + alpha_j d_j||^2 (inf if curv <= 0)
         self._interior: Optional[np.ndarray] = None  # converged interior solution
         self._interior_decrease = 0.0
+        self._steepest_only = False  # H g was not finite: no CG path at this point
 
     # ------------------------------------------------------------------ solve
     def solve(self, trust_radius: float) -> tuple[np.ndarray, bool]:
@@ -69,6 +74,11 @@ class SteihaugSubproblem(QuadraticModel):
         hits_boundary : bool
             True if ``||p|| == trust_radius``.
         """
+        if self._steepest_only:
+            return self.steepest_descent_step(trust_radius)
+        if self.jac_mag == 0.0:  # stationary: no descent direction to follow
+            self._record(np.zeros_like(self.jac), 0.0)
+            return self._last_step, False
         if trust_radius <= self._path_radius:
             r2 = trust_radius * trust_radius
             for j, (end_sq, curv) in enumerate(zip(self._end_sq, self._curv)):
@@ -101,9 +111,18 @@ class SteihaugSubproblem(QuadraticModel):
         q = 0.0  # model value m(z) - f
         hv = self.hessp
         for j in range(self.maxiter):
+            if j > 0 and self.out_of_time():
+                break  # z is a valid, if truncated, step
             self.inner_iterations += 1
             bd = hv(d)
             curv = float(d @ bd)
+            if not math.isfinite(curv):  # nan or inf in H d: the model is unusable beyond z
+                self.hessian_failed()
+                if j == 0:
+                    self._path_radius = -1.0
+                    self._steepest_only = True
+                    return self.steepest_descent_step(radius)
+                break  # z comes from finite products only
             if record:
                 dirs.append(d)
                 rrs.append(rr)

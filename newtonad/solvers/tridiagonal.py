@@ -22,10 +22,15 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import lapack
 
+from .exact import eigen_trs
+
 __all__ = ["TRSSolution", "solve_tridiagonal_trs", "smallest_eigenpair"]
 
 _RTOL = 1e-10       # |‖h‖ - Δ| <= _RTOL Δ ends the Newton iteration
 _MAXITER = 60
+#: shifts tried right of the pole, growing tenfold from 1e-10 ‖T‖: by the last,
+#: T + λI is diagonally dominant unless rounding spoiled the bisection's λ₁
+_MAX_SHIFTS = 30
 
 
 class TRSSolution(NamedTuple):
@@ -109,6 +114,10 @@ def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c, radius: float,
         rhs[0] = -float(c)
     else:
         rhs = -np.asarray(c, dtype=np.float64)
+    if not (np.isfinite(diag).all() and np.isfinite(off).all() and np.isfinite(rhs).all()
+            and math.isfinite(radius) and radius > 0.0):
+        raise ValueError("solve_tridiagonal_trs needs finite T and c and a finite radius "
+                         "> 0 (no positive definite shift exists for a matrix with nan)")
     lam, lo = 0.0, 0.0
     sol = _solve_shifted(diag, off, lam0, rhs) if lam0 > 0.0 else None
     if sol is not None and _norm(sol[2]) >= radius:
@@ -122,10 +131,14 @@ def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c, radius: float,
             scale = max(1.0, float(np.abs(diag).max()),
                         float(np.abs(off).max()) if off.size else 0.0)
             shift = 1e-10 * scale
-            while sol is None:
+            for _ in range(_MAX_SHIFTS):
                 lam = lo + shift
                 sol = _solve_shifted(diag, off, lam, rhs)
+                if sol is not None:
+                    break
                 shift *= 10.0
+            else:  # no shift factorised (entries near overflow): eigendecomposition
+                return _dense_solution(diag, off, rhs, radius)
         if _norm(sol[2]) <= radius:
             return _hard_case(diag, off, rhs, radius, lo)
         if lam0 > lam:  # a warm start right of the left point: use it if it is left of the root
@@ -155,6 +168,13 @@ def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c, radius: float,
     h = sol[2]
     h *= radius / _norm(h)  # remove the last rounding in the norm
     return TRSSolution(h, lam, True)
+
+
+def _dense_solution(diag: np.ndarray, off: np.ndarray, rhs: np.ndarray, radius: float
+                    ) -> TRSSolution:
+    """The exact solution from an eigendecomposition of the dense ``T``."""
+    sol = eigen_trs(_dense(diag, off), -rhs, radius)
+    return TRSSolution(sol.p, sol.lam, sol.hits_boundary)
 
 
 def _hard_case(diag: np.ndarray, off: np.ndarray, rhs: np.ndarray, radius: float,

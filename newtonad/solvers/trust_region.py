@@ -14,6 +14,7 @@ subproblem solutions agree.
 from __future__ import annotations
 
 import math
+import time
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -31,7 +32,7 @@ _GROW = 2.0
 MAX_TRUST_RADIUS = 1e10
 
 __all__ = ["QuadraticModel", "minimize_trust_region", "boundary_intersections",
-           "check_start", "shrunk_radius", "MAX_TRUST_RADIUS"]
+           "check_start", "converged", "shrunk_radius", "MAX_TRUST_RADIUS"]
 
 
 def boundary_intersections(zz: float, zd: float, dd: float, radius: float
@@ -82,9 +83,15 @@ class QuadraticModel:
     """
 
     def __init__(self, problem: FlatProblem, x: np.ndarray, fun: Optional[float] = None,
-                 jac: Optional[np.ndarray] = None, **options: Any) -> None:
+                 jac: Optional[np.ndarray] = None, deadline: float = math.inf,
+                 **options: Any) -> None:
         self.problem = problem
         self.x = x
+        #: ``time.perf_counter()`` value at which inner iterations stop early
+        self.deadline = deadline
+        #: set once a Hessian product at ``x`` came out nan or inf; from then on
+        #: :meth:`steepest_descent_step` stands in for the model's minimiser
+        self.nonfinite_hessian = False
         self._f = fun
         self._g = jac
         self._g_mag: Optional[float] = None
@@ -144,6 +151,30 @@ class QuadraticModel:
             return self._last_decrease
         return -(self.jac @ p + 0.5 * (p @ self.hessp(p)))
 
+    def out_of_time(self) -> bool:
+        """Whether the run's wall-clock budget is spent (inner loops then stop early)."""
+        return time.perf_counter() >= self.deadline
+
+    def hessian_failed(self) -> None:
+        """Note that the Hessian at ``x`` is not finite (once per point)."""
+        if not self.nonfinite_hessian:
+            self.nonfinite_hessian = True
+            self.problem.note_nonfinite_hessian()
+
+    def steepest_descent_step(self, trust_radius: float) -> tuple[np.ndarray, bool]:
+        """``-Δ g / ‖g‖``: the step when the Hessian at ``x`` is not finite.
+
+        Without a usable Hessian the model is the linear one, whose minimiser in
+        the ball is this boundary step with predicted decrease ``Δ ‖g‖``. The
+        driver's ratio test then shrinks the radius until the step is short
+        enough for that decrease to be real (a first-order trust-region
+        method, Conn, Gould & Toint, *Trust-Region Methods*, 2000, section 6.3).
+        """
+        gnorm = self.jac_mag
+        p = self.jac * (-trust_radius / gnorm)
+        self._record(p, trust_radius * gnorm)
+        return p, True
+
     def take_inner_iterations(self) -> int:
         """Inner iterations since the last call (for the iteration table)."""
         k, self.inner_iterations = self.inner_iterations, 0
@@ -173,10 +204,23 @@ def shrunk_radius(radius: float, step_norm: float) -> float:
     length gives the same sequence of distinct steps without those iterations.
     """
     radius *= _SHRINK
+    if not math.isfinite(radius):  # an unbounded radius: quartering would never end
+        return _SHRINK * step_norm if math.isfinite(step_norm) else MAX_TRUST_RADIUS
     if step_norm > 0.0:
+        # finite radius over positive step: at most ~1100 quarterings (2**2100 > 1e308 / 5e-324)
         while radius >= step_norm:
             radius *= _SHRINK
     return radius
+
+
+def converged(gnorm: float, gtol: float) -> bool:
+    """The gradient test: ``‖g‖ < gtol``, as scipy tests it, or ``g`` exactly zero.
+
+    With ``gtol = 0`` scipy's test never passes, and at ``g = 0`` no step
+    can lower the model (the subproblems would divide by ``‖g‖``): a stationary
+    point is the end of the run whatever ``gtol`` is.
+    """
+    return gnorm < gtol or gnorm == 0.0
 
 
 def check_start(problem: FlatProblem, x0: np.ndarray) -> tuple[float, np.ndarray]:
@@ -213,8 +257,13 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
     ``‖g‖₂ < gtol``, tested as scipy tests it; every step, accepted or rejected,
     is one iteration (``nit``), as in scipy.
 
-    Two safeguards scipy lacks: a trial point where ``f`` or its gradient is not
-    finite counts as ``ρ = -∞`` (the radius shrinks), and both reductions get
+    Safeguards scipy lacks: a trial point where ``f`` or its gradient is not
+    finite, and a step or predicted decrease that is not finite, count as
+    ``ρ = -∞`` (the radius shrinks; nan and inf never reach ``x``); where the
+    Hessian is not finite the subproblem takes a steepest-descent step
+    (:meth:`QuadraticModel.steepest_descent_step`); a gradient that is exactly
+    zero ends the run with success even when ``gtol = 0``; inner iterations
+    stop at the ``max_time`` deadline too; and both reductions get
     ``10 ε max(1, |f|)`` added, so that ``ρ`` stays meaningful when they are at
     the level of rounding in ``f`` (Conn, Gould & Toint, *Trust-Region
     Methods*, 2000, section 17.4.2) instead of rejecting every step there.
@@ -248,11 +297,11 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
     if not 0 < initial_trust_radius < max_trust_radius:
         raise ValueError("need 0 < initial_trust_radius < max_trust_radius, got "
                          f"{initial_trust_radius} and {max_trust_radius}")
-    opts = subproblem_options or {}
     n = problem.n
     maxiter = 200 * n if maxiter is None else int(maxiter)
     monitor = Monitor(problem, maxiter=maxiter, max_time=max_time, callback=callback,
                       disp=disp, return_all=return_all, step_label="radius")
+    opts = dict(subproblem_options or {}, deadline=monitor.deadline)
     f, g = check_start(problem, x0)
     x = x0
     m = subproblem(problem, x, f, g, **opts)
@@ -260,16 +309,17 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
     x_bound = math.sqrt(x @ x)  # bounds ‖x‖: ‖x0‖ plus (twice) the lengths of the steps taken
     monitor.start_run(x, f, m.jac_mag, radius)
     k = 0
-    status = Status.SUCCESS if m.jac_mag < gtol else None
+    status = Status.SUCCESS if converged(m.jac_mag, gtol) else None
     if status is None and maxiter <= 0:
         status = Status.MAXITER
     while status is None:
         p, hits_boundary = m.solve(radius)
         inner = m.take_inner_iterations()
         predicted = m.predicted_decrease(p)
-        step_norm = radius if hits_boundary else math.sqrt(p @ p)
-        rho = -math.inf
-        if predicted > 0.0:
+        pp = float(p @ p)
+        step_norm = radius if hits_boundary else math.sqrt(pp)
+        rho = -math.inf  # also for a step or a model that is not finite: shrink
+        if predicted > 0.0 and math.isfinite(predicted) and math.isfinite(pp):
             x_new = x + p
             f_new = problem.fun(x_new)
             if math.isfinite(f_new):
@@ -293,7 +343,7 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
         status = monitor.iteration(k, x, f, m.jac_mag, radius, inner)
         if status is Status.CALLBACK:
             break
-        if m.jac_mag < gtol:
+        if converged(m.jac_mag, gtol):
             status = Status.SUCCESS
         elif (status is None and radius <= 1e-15 * max(1.0, x_bound)
               and radius <= 1e-15 * max(1.0, math.sqrt(x @ x))):
