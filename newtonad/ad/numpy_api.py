@@ -113,7 +113,11 @@ def logical_not(x): return ew.logical_not_p(x)
 def log2(x): return ew.div(log(x), math.log(2.0))
 def log10(x): return ew.div(log(x), math.log(10.0))
 def exp2(x): return exp(ew.mul(x, math.log(2.0)))
-def hypot(x, y): return sqrt(ew.add(square(x), square(y)))
+def hypot(x, y):
+    """``sqrt(x**2 + y**2)`` computed scaled, as NumPy does: no overflow at 1e200."""
+    from .primitives.special import hypot as scaled_hypot
+
+    return scaled_hypot(x, y)
 def stop_gradient(x): return ew.stop_gradient(x)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import numpy_api as npa
-from . import numpy_linalg, numpy_special
+from . import numpy_linalg, numpy_special, scipy_dispatch
 from .trace import Var
 
 # What Var's NumPy protocols dispatch to: ufuncs by name, functions by object.
@@ -87,6 +87,8 @@ def install() -> None:
     ops = {
         "add": npa.add, "sub": npa.subtract, "mul": npa.multiply, "truediv": npa.true_divide,
         "pow": npa.power, "matmul": npa.matmul,
+        "mod": numpy_special.sp.remainder, "floordiv": numpy_special.sp.floor_divide,
+        "divmod": numpy_special.divmod_,
     }
     for name, fn in ops.items():
         setattr(Var, f"__{name}__", _binary(fn))
@@ -133,3 +135,4 @@ def install() -> None:
 
 
 install()
+scipy_dispatch.install()  # route scipy.special.logsumexp & co. on traced values (see there)

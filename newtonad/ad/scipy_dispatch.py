@@ -1,0 +1,246 @@
+"""Routing plain SciPy calls on traced values to newtonad.
+
+SciPy's *ufuncs* (``scipy.special.erf``, ``expit``, ``gammaln``, ...) need nothing
+here: NumPy hands any ufunc call with a Var argument to ``Var.__array_ufunc__``. SciPy's
+*Python-level* functions (``scipy.special.logsumexp``, ``softmax``,
+``scipy.stats.norm.logpdf``, ``scipy.linalg.solve_triangular``, ...) first call
+``np.asarray`` on their input, which fails on a tracer. For each of them that newtonad
+implements, this module replaces the attribute on SciPy's public module with a thin
+wrapper (``functools.wraps`` of the original): when any argument, positional or keyword,
+or an item of a list or tuple argument, is a newtonad Var, the wrapper calls newtonad's
+version; otherwise it calls SciPy's original, unchanged. Methods of a distribution
+(``scipy.stats.norm.logpdf``) are wrapped on the distribution's class, only for that
+exact class, so ``scipy.stats.norm(0, 1).logpdf(x)`` (a frozen distribution calls the
+class's method) routes too.
+
+What is routed: the entries of :data:`newtonad.ad.numpy_special.SCIPY_FUNCTIONS`
+(dotted public names) and every key of the merged ``FUNCTIONS`` table of
+:mod:`newtonad.ad.var_ops` that is a SciPy function (``__module__`` ``scipy.*``; the
+linear-algebra helpers register ``scipy.linalg`` functions there).
+
+When wrappers are installed, and the sharp bit
+---------------------------------------------
+Importing ``scipy.stats`` costs about half a second, so newtonad never imports a SciPy
+module itself. Wrappers go in:
+
+1. at ``import newtonad``, on the SciPy modules already imported;
+2. when a watched SciPy module (``scipy.special``, ``scipy.stats``, ``scipy.linalg``) is
+   imported after newtonad: an import hook (:class:`_ScipyImportHook` on
+   ``sys.meta_path``) wraps it right after the module executes, before the importer
+   can bind names from it, so ``import newtonad; from scipy.special import logsumexp``
+   routes;
+3. at the start of every trace (:func:`install_pending`, one set lookup per watched
+   module), a safety net for modules the hook did not see.
+
+A name bound *before* its wrapper existed keeps SciPy's original: ``from scipy.special
+import logsumexp`` followed by ``import newtonad`` binds the unwrapped function, and
+calling it on a tracer fails inside ``np.asarray``. :func:`scipy_caller_hint` finds
+such a call on the Python stack so the tracing error can name the function and the
+fix: call ``newtonad.scipy.special.logsumexp``, import newtonad before binding the
+name, or call it through its module (``scipy.special.logsumexp(...)``).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any, Callable
+
+_WATCHED = ("scipy.special", "scipy.stats", "scipy.linalg")
+_installed: set[str] = set()          # modules whose functions are wrapped
+_registry_cache: dict[str, dict[str, Callable]] | None = None
+# code object of a wrapped original -> (public name, class of the instance or None)
+_ORIGINAL_CODE: dict[Any, list[tuple[str, type | None]]] = {}
+
+
+# ---- what is routed ------------------------------------------------------------------------
+
+def _public_module(module_name: str) -> str:
+    """``scipy.linalg._basic`` -> ``scipy.linalg``: the public subpackage."""
+    return ".".join(module_name.split(".")[:2])
+
+
+def routed() -> dict[str, dict[str, Callable]]:
+    """Public SciPy module -> {attribute path -> newtonad implementation}.
+
+    Attribute paths are ``logsumexp`` for a module function and ``norm.logpdf`` for a
+    method of a distribution instance.
+    """
+    global _registry_cache
+    if _registry_cache is None:
+        from . import numpy_special, var_ops
+
+        table: dict[str, dict[str, Callable]] = {}
+        for name, impl in numpy_special.SCIPY_FUNCTIONS.items():
+            parts = name.split(".")
+            table.setdefault(".".join(parts[:2]), {})[".".join(parts[2:])] = impl
+        for fn, impl in var_ops.FUNCTIONS.items():
+            module = getattr(fn, "__module__", None) or ""
+            if module.startswith("scipy.") and hasattr(fn, "__name__"):
+                table.setdefault(_public_module(module), {}).setdefault(fn.__name__, impl)
+        _registry_cache = table
+    return _registry_cache
+
+
+# ---- the wrappers ----------------------------------------------------------------------------
+
+def has_var(args: tuple, kwargs: dict) -> bool:
+    """Is a newtonad Var among ``args`` / ``kwargs`` (also inside lists and tuples)?"""
+    from .trace import Var
+
+    def any_var(values: Any, depth: int = 0) -> bool:
+        for v in values:
+            if isinstance(v, Var):
+                return True
+            if isinstance(v, (list, tuple)) and depth < 4 and any_var(v, depth + 1):
+                return True
+        return False
+
+    return any_var(args) or any_var(kwargs.values())
+
+
+def dispatching(original: Callable, impl: Callable) -> Callable:
+    """``original`` with calls on traced values sent to ``impl``."""
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if has_var(args, kwargs):
+            return impl(*args, **kwargs)
+        return original(*args, **kwargs)
+
+    wrapper.__newtonad_impl__ = impl
+    return wrapper
+
+
+def _dispatching_method(cls: type, original: Callable, impl: Callable) -> Callable:
+    @functools.wraps(original)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if type(self) is cls and has_var(args, kwargs):  # subclasses are other distributions
+            return impl(*args, **kwargs)
+        return original(self, *args, **kwargs)
+
+    method.__newtonad_impl__ = impl
+    return method
+
+
+def _remember(original: Any, public_name: str, cls: type | None) -> None:
+    code = getattr(original, "__code__", None)
+    if code is not None:
+        _ORIGINAL_CODE.setdefault(code, []).append((public_name, cls))
+
+
+def _wrap_module(module: Any, entries: dict[str, Callable]) -> None:
+    for path, impl in entries.items():
+        *owner_path, attr = path.split(".")
+        owner = module
+        for part in owner_path:
+            owner = getattr(owner, part, None)
+        current = getattr(owner, attr, None) if owner is not None else None
+        if current is None or hasattr(current, "__newtonad_impl__"):
+            continue  # not in this SciPy version, or wrapped already
+        public_name = f"{module.__name__}.{path}"
+        if owner_path:  # a method of a distribution instance: wrap on its class
+            cls = type(owner)
+            original = getattr(cls, attr)
+            setattr(cls, attr, _dispatching_method(cls, original, impl))
+            _remember(original, public_name, cls)
+        else:
+            setattr(module, attr, dispatching(current, impl))
+            _remember(current, public_name, None)
+
+
+def install_pending() -> None:
+    """Wrap the routed functions of every watched SciPy module imported by now.
+
+    Cheap when there is nothing to do (one set lookup per watched module), so it runs
+    at the start of every trace.
+    """
+    if len(_installed) == len(_WATCHED):
+        return
+    for name in _WATCHED:
+        module = sys.modules.get(name)
+        if name in _installed or module is None:
+            continue
+        if getattr(getattr(module, "__spec__", None), "_initializing", False):
+            continue  # still executing (scipy.stats importing scipy.special): wrapped when done
+        _install(module)
+
+
+def _install(module: Any) -> None:
+    _installed.add(module.__name__)
+    _wrap_module(module, routed().get(module.__name__, {}))
+
+
+# ---- import hook -------------------------------------------------------------------------------
+
+class _WrapAfterExec:
+    """A watched module's loader, wrapping the module's functions once it has executed."""
+
+    def __init__(self, loader: Any):
+        self.loader = loader
+
+    def create_module(self, spec: Any) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        module.__spec__.loader = module.__loader__ = self.loader  # leave no trace
+        self.loader.exec_module(module)
+        _install(module)
+        install_pending()
+
+
+class _ScipyImportHook:
+    """Finds nothing itself; hands the watched SciPy modules a wrapping loader."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in _WATCHED or fullname in _installed:
+            return None
+        after = sys.meta_path[sys.meta_path.index(self) + 1:] if self in sys.meta_path else []
+        for finder in after:
+            find = getattr(finder, "find_spec", None)
+            spec = find(fullname, path, target) if find is not None else None
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _WrapAfterExec(spec.loader)
+                return spec
+        return None
+
+
+def install() -> None:
+    """At ``import newtonad``: wrap what is imported, and watch for the rest."""
+    if not any(isinstance(f, _ScipyImportHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _ScipyImportHook())
+    install_pending()
+
+
+# ---- the hint for names bound before their wrapper ----------------------------------------------
+
+def scipy_caller_hint() -> str | None:
+    """A sentence naming the routed SciPy function on the call stack, with the fix.
+
+    Walks the Python stack (``sys._getframe``) for a frame executing the original
+    (unwrapped) code of a SciPy function newtonad routes. Returns ``None`` when no such
+    frame is found. For the error path of tracing (``Var.__array__`` and friends).
+    """
+    if not _ORIGINAL_CODE:
+        return None
+    frame = sys._getframe(1)
+    while frame is not None:
+        for public_name, cls in _ORIGINAL_CODE.get(frame.f_code, ()):
+            if cls is None or type(frame.f_locals.get("self")) is cls:
+                return _hint_text(public_name, cls is not None)
+        frame = frame.f_back
+    return None
+
+
+def _hint_text(public_name: str, method: bool) -> str:
+    module, _, attr = public_name.rpartition(".")
+    ours = "newtonad." + public_name
+    if method:
+        return (f"{public_name} received a traced value but ran SciPy's own code, which "
+                f"needs concrete numbers (a method bound before newtonad routed it). Call "
+                f"{ours}(...) or {public_name}(...) itself, not a saved bound method.")
+    return (f"{public_name} was called on a traced value through a name bound before "
+            f"newtonad could route it (for example `from {module} import {attr}` before "
+            f"`import newtonad`), so SciPy's own code ran and needed concrete numbers. "
+            f"Use {ours}, import newtonad before binding the name, or call "
+            f"{public_name}(...) through its module.")
