@@ -101,8 +101,12 @@ class Traced:
                 raise TypeError("the function must return one array, not a tuple")
             return out
 
-        self.program, self.closed = trace_function(f, avals, wrap=wrap)
+        self.program, self.closed, self.from_outer, self.guard = trace_function(f, avals, wrap=wrap)
         self.derived: dict[Any, Any] = {}
+
+    def stale(self) -> bool:
+        """Whether a value ``f`` read outside its arguments has changed since the trace."""
+        return self.guard is not None and self.guard.changed()
 
     def closed_values(self) -> list[np.ndarray]:
         return [np.asarray(v.value) for v in self.closed]
@@ -118,9 +122,13 @@ def _traced(f: Callable, x: Any, args: tuple, scalar: bool) -> Traced:
     except TypeError:  # not weak-referenceable: trace every time
         return Traced(f, avals, scalar)
     key = (avals, scalar)
-    if key not in per_fun:
-        per_fun[key] = Traced(f, avals, scalar)
-    return per_fun[key]
+    traced = per_fun.get(key)
+    if traced is None or traced.guard is not None and traced.guard.changed():
+        new = Traced(f, avals, scalar)
+        if traced is not None and new.program == traced.program:
+            new.derived = traced.derived  # e.g. only a lifted input changed: same kernels
+        traced = per_fun[key] = new
+    return traced
 
 
 def _derived(traced: Traced, kind: str, k: int, make: Callable[[], Any], engine: str | None):
@@ -140,10 +148,21 @@ def _is_traced_call(x: Any, args: tuple) -> bool:
     return isinstance(x, Var) or any(isinstance(a, Var) for a in args)
 
 
+def _inlines(traced: Traced, x: Any, args: tuple, extra: Sequence[Any] = ()) -> bool:
+    """Whether the result depends on Vars, so the derived program is inlined, not run.
+
+    It does when the call is made on Vars, or when ``f`` closes over values of an
+    enclosing trace or eager Vars (``grad(inner)`` inside a traced ``outer``, at a
+    constant point): the enclosing level differentiates through them.
+    """
+    return (traced.from_outer or _is_traced_call(x, args)
+            or any(isinstance(e, Var) for e in extra))
+
+
 def _run(traced: Traced, kind: str, k: int, make, engine: str, x: Any, args: tuple,
          extra: Sequence[Any] = ()) -> list:
     """Run a derived program, compiled (arrays) or inlined (Vars)."""
-    if _is_traced_call(x, args) or any(isinstance(e, Var) for e in extra):
+    if _inlines(traced, x, args, extra):
         program = _derived(traced, kind, k, make, None)
         return interpret(program, [x, *args, *traced.closed, *extra])
     run = _derived(traced, kind, k, make, engine)
@@ -282,8 +301,9 @@ def linearize(f: Callable, x: Any, args: Sequence[Any] = (), *, engine: str | No
     frame width, then each ``lin(V)`` runs only the linear program.
     """
     x, args, traced = _prepare(f, x, tuple(args), scalar=False)
-    if _is_traced_call(x, args):
-        raise TypeError("linearize is for concrete points; inside a traced function use jvp")
+    if _inlines(traced, x, args):
+        raise TypeError("linearize is for concrete points and functions of them; inside a "
+                        "traced function (or on newtonad.Var values) use jvp")
     x = x.copy()  # lin reads x later: the caller may change its array meanwhile
     known = (x, *args, *traced.closed_values())
     eng = _engine(engine)
@@ -333,6 +353,8 @@ def jacobian(f: Callable, *, engine: str | None = None) -> Callable:
             return _jacobian_traced(f, x_, args)
         args_ = tuple(_as_data(a) for a in args)
         traced = _traced(f, x_, args_, scalar=False)
+        if traced.from_outer:
+            return _jacobian_traced(f, x_, args_)
         y_shape = traced.program.out_slots[0].shape
         n, m = x_.size, int(np.prod(y_shape, dtype=np.int64))
         out = np.empty((m, n))
@@ -369,7 +391,8 @@ def hessian(f: Callable, *, engine: str | None = None) -> Callable:
     """
     def hess(x, *args):
         x_ = _as_point(x)
-        if _is_traced_call(x_, args):
+        if _is_traced_call(x_, args) or _traced(f, x_, tuple(_as_data(a) for a in args),
+                                                 scalar=True).from_outer:
             return _jacobian_traced(grad(f), x_, args)
         n = x_.size
         out = np.empty((n, n))

@@ -102,6 +102,17 @@ class Objective:
         self._runners: dict[tuple, tuple] = {}
         self._vg_runner: tuple | None = None  # (shape, runner, data) of the last value_and_grad
         self._second_order = False  # set once hessp is used: then keep residuals with ∇f
+        # guards on what f reads outside its arguments, one per traced shape (see _check)
+        self._guards: tuple = ()
+
+    def _forget(self) -> None:
+        """Drop every cached point, runner and captured value: f now computes another thing."""
+        self._vg_point = self._lin_point = self._product_point = None
+        self._lin_x = self._grad = None
+        self._hvp_runner = self._vg_runner = None
+        self._linear = {}
+        self._runners = {}
+        self._guards = ()
 
     # ---- programs ----------------------------------------------------------------------
     def _traced(self, x: np.ndarray) -> api.Traced:
@@ -114,6 +125,8 @@ class Objective:
             traced = self._traced(x)
             run = api._derived(traced, kind, k, lambda: make(traced.program), self.engine)
             self._runners[key] = (run, (*self.args, *traced.closed_values()))
+            if traced.guard is not None and traced.guard not in self._guards:
+                self._guards += (traced.guard,)
         return self._runners[key]
 
     def _small(self, x: np.ndarray) -> bool:
@@ -121,6 +134,11 @@ class Objective:
         return x.size + self._args_size < _LINEARIZE_FROM
 
     def _check(self, x: Any) -> np.ndarray:
+        """``x`` as a float64 array; first, forget everything if f's captured values changed."""
+        for guard in self._guards:
+            if guard.changed():
+                self._forget()
+                break
         if x.__class__ is not np.ndarray or x.dtype is not _FLOAT64:
             x = api._as_point(x)
         return x

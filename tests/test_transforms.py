@@ -204,7 +204,9 @@ def test_chains_of_known_scalings_fold_into_one_residual():
     c = np.array([1.0, 2.0, 4.0, 8.0])
     f = lambda x: -(np.exp(x) * 3.0) / c
     primal, linear = tf.linearize_program(nad.trace(f, POINT), 2)
-    assert len(linear.inputs) == 3  # x, one residual (the product of the factors) and V
+    # x, c (captured data is an input, not a baked constant), one residual (the product of
+    # the factors) and V
+    assert len(linear.inputs) == 4
     assert [s.primitive.name for s in linear.steps] == ["mul"]
     _, lin = nad.linearize(f, POINT)
     V = np.random.default_rng(3).standard_normal((4, 2))
@@ -394,12 +396,12 @@ def test_remat_choice_is_closed_and_never_costs_more(name):
 @given(programs())
 def test_random_programs_remat_choice_and_linear_program(f):
     w = np.array([0.5, -1.0, 2.0, 0.25])
-    g = lambda x: np.sum(w * f(x))
-    program = nad.trace(g, POINT)
+    g = lambda x, w: np.sum(w * f(x))
+    program = nad.trace(g, POINT, w)
     _check_choice(*_remat_choice(program, 2))
     V = np.random.default_rng(5).standard_normal((4, 2))
-    apply, *_ = _linear_map(g, POINT, (), 2)
-    (HV,) = evaluate(tf.hvp_program(program, 2), POINT, V)
+    apply, *_ = _linear_map(g, POINT, (w,), 2)
+    (HV,) = evaluate(tf.hvp_program(program, 2), POINT, w, V)
     assert_close(apply(V), HV, 1e-11, 1e-11)
 
 

@@ -47,7 +47,7 @@ class ArrayConst:
     __slots__ = ("array", "_digest")
 
     def __init__(self, array: np.ndarray):
-        array = np.ascontiguousarray(array)
+        array = np.array(array, order="C")  # a private copy: the user's array stays theirs
         array.setflags(write=False)
         self.array = array
         h = hashlib.blake2b(digest_size=16)

@@ -21,10 +21,11 @@ and common subexpressions as it goes.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
+from .captures import Guard, find_captures, lifted_var, lifting
 from .program import ArrayConst, Program, Slot, Step
 
 if TYPE_CHECKING:
@@ -211,6 +212,12 @@ def const_var(value: Any, like: Var | None = None) -> Var:
     return Var(arr, const=True)
 
 
+def _input_var(value: Any, like: Var) -> Var:
+    """A non-Var argument of a primitive: a captured value lifted to an input, or a constant."""
+    lifted = lifted_var(value)
+    return const_var(value, like) if lifted is None else lifted
+
+
 def bind(primitive: Primitive, *args: Any, **params: Any) -> Any:
     """Apply ``primitive`` to ``args``; record an Op when any argument is a Var.
 
@@ -222,7 +229,7 @@ def bind(primitive: Primitive, *args: Any, **params: Any) -> Any:
     if not any(isinstance(a, Var) for a in args):
         return primitive.impl(*args, **params)
     like = next(a for a in args if isinstance(a, Var))
-    vargs = tuple(a if isinstance(a, Var) else const_var(a, like) for a in args)
+    vargs = tuple(a if isinstance(a, Var) else _input_var(a, like) for a in args)
     aval = primitive.abstract_eval(*(a.aval for a in vargs), **params)
     if all(a.const for a in vargs) and aval.size <= max([1] + [a.size for a in vargs]):
         # Constant folding; expansions (broadcasts of a scalar zero, say) stay steps so
@@ -340,16 +347,37 @@ def interpret(program: Program, args: Sequence[Any]) -> list[Any]:
     return [env[i] for i in program.outputs]
 
 
-def trace_function(fun, avals: Sequence[Slot], *, wrap=None) -> tuple[Program, list[Var]]:
+class TraceResult(NamedTuple):
+    """What :func:`trace_function` returns."""
+
+    program: Program
+    #: Vars appended to the program's inputs: captured values lifted to inputs, values
+    #: of enclosing traces and eager Vars, in program input order after the arguments.
+    closed: list[Var]
+    #: Whether some of ``closed`` belong to an enclosing trace or are eager Vars: results
+    #: then depend on them, so the derived programs must be inlined, not run.
+    from_outer: bool
+    #: The guard on what the function read outside its arguments (None: nothing).
+    guard: Guard | None
+
+
+def trace_function(fun, avals: Sequence[Slot], *, wrap=None) -> TraceResult:
     """Trace ``fun`` on fresh tracers of ``avals`` into a Program.
 
-    ``wrap`` post-processes the result (e.g. to check it is a scalar). Returns the
-    program (its outputs are the flattened results) and its closed-over Vars.
+    ``wrap`` post-processes the result (e.g. to check it is a scalar). The program's
+    outputs are the flattened results.
     """
+    from .scipy_dispatch import install_pending; install_pending()  # noqa: E702 (SciPy routing)
+    guard = find_captures(fun)
     start = next(_ids)
     tracers = [new_tracer(a) for a in avals]
-    out = fun(*tracers)
-    if wrap is not None:
-        out = wrap(out)
+    with lifting(guard) as lifted:
+        out = fun(*tracers)
+        if wrap is not None:
+            out = wrap(out)
+    if guard is not None:
+        guard.settle()
     outs = [o if isinstance(o, Var) else const_var(o) for o in (out if isinstance(out, tuple) else (out,))]
-    return to_program(tracers, outs, stop=start)
+    program, closed = to_program(tracers, outs, stop=start)
+    lifted_ids = {id(v) for v in lifted.values()}
+    return TraceResult(program, closed, any(id(v) not in lifted_ids for v in closed), guard)
