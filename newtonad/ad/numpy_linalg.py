@@ -1,11 +1,488 @@
 """Linear algebra on traced arrays: ``np.linalg``, ``scipy.linalg`` and matrix helpers.
 
 Registered in :data:`FUNCTIONS` (keyed by the NumPy / SciPy function object), merged
-into Var's ``__array_function__`` table by :mod:`newtonad.ad.var_ops`.
+into Var's ``__array_function__`` table by :mod:`newtonad.ad.var_ops`. The primitives
+underneath are in :mod:`newtonad.ad.primitives.decompositions` (solve, triangular_solve,
+cholesky, eigh, svd, svdvals, qr, pinv, logabsdet, det_sign); everything else here is a
+composition of them, so gradients and Hessians follow.
+
+Supported (values match NumPy / SciPy; stacks of matrices ``(..., m, n)`` everywhere):
+
+* ``np.linalg``: ``solve`` (NumPy 2 rules: a 1-D ``b`` is one vector, otherwise ``b`` is
+  ``(..., n, k)`` and batch axes broadcast), ``inv`` (= solve(A, I)), ``det`` (= sign ·
+  exp(log|det|)), ``slogdet``, ``cholesky`` (``upper=``), ``eigh`` / ``eigvalsh``
+  (``UPLO=``), ``svd`` (``full_matrices=False``, or square matrices; ``compute_uv=``),
+  ``svdvals``, ``qr`` (modes ``'reduced'``, ``'r'``, and ``'complete'`` when m <= n),
+  ``pinv`` (``rcond=``, ``rtol=``, ``hermitian=``), ``matrix_power`` (negative powers
+  through ``inv``), ``multi_dot`` (cheapest parenthesisation, as NumPy), ``cross``,
+  ``matrix_norm``, ``vector_norm``, ``diagonal``, ``trace``; ``norm`` is in
+  :mod:`.numpy_api`.
+* ``np.kron``, ``np.triu``, ``np.tril``, ``np.cross`` (3-vectors, and 2-vectors as NumPy).
+* ``scipy.linalg``: ``solve_triangular`` (``trans``, ``lower``, ``unit_diagonal``),
+  ``cholesky`` (upper by default), ``cho_factor`` / ``cho_solve``. ``overwrite_*`` and
+  ``check_finite`` are accepted: they do not change the result (traced values are never
+  overwritten; non-finite input gives NaN instead of scipy's ValueError). SciPy is imported
+  only when the user imports ``scipy.linalg`` (it costs ~90 ms): its functions are
+  registered then.
+
+Not supported, with NotImplementedError naming the parameter: ``svd(hermitian=True)``,
+``svd(full_matrices=True)`` of a non-square matrix (the extra columns are not unique: pass
+``full_matrices=False``), ``qr`` modes ``'raw'`` and ``'complete'`` with m > n,
+``multi_dot(out=)``, complex input. Derivatives do not exist (the formulas give inf / NaN)
+for ``eigh`` with repeated eigenvalues, ``svd`` with repeated or zero singular values,
+``det`` / ``slogdet`` / ``inv`` / ``solve`` of singular matrices, ``qr`` of a wide matrix
+(NotImplementedError) or one without full column rank; ``pinv``'s derivative is the one
+at constant rank.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib.abc
+import operator
+import sys
+from collections import namedtuple
+from typing import Any, Callable
+
+import numpy as np
+
+from . import numpy_api as npa
+from .primitives import decompositions as dec
+from .primitives import elementwise as ew
+from .primitives import linalg as la
+from .primitives import structural as st
+from .primitives.core import shape_of
 
 FUNCTIONS: dict[Any, Any] = {}
+
+try:  # NumPy's own result types, so code reading `.eigenvalues` / `.logabsdet` works
+    from numpy.linalg._linalg import EighResult, QRResult, SlogdetResult, SVDResult
+except ImportError:  # pragma: no cover - older or future NumPy layouts
+    EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
+    QRResult = namedtuple("QRResult", "Q R")
+    SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
+    SVDResult = namedtuple("SVDResult", "U S Vh")
+
+
+# ---- shapes -------------------------------------------------------------------------------------
+
+def _matrices(a: Any, what: str, square: bool = False) -> tuple[Any, tuple[int, ...]]:
+    a = npa.asvar_or_array(a)
+    shape = shape_of(a)
+    if len(shape) < 2:
+        raise np.linalg.LinAlgError(f"{len(shape)}-dimensional array given to {what}. Array "
+                                    "must be at least two-dimensional")
+    if square and shape[-1] != shape[-2]:
+        raise np.linalg.LinAlgError(f"{what}: last 2 dimensions of the array must be square, "
+                                    f"got shape {shape}")
+    return a, shape
+
+
+def _solve_operands(a: Any, b: Any, what: str) -> tuple[Any, Any, bool]:
+    """Broadcast ``A`` and ``b`` as NumPy 2 does: a 1-D ``b`` is a vector, else ``(..., n, k)``."""
+    a, sa = _matrices(a, what, square=True)
+    b = npa.asvar_or_array(b)
+    sb = shape_of(b)
+    n = sa[-1]
+    if len(sb) == 1:
+        if sb[0] != n:
+            raise ValueError(f"{what}: b of shape {sb} does not match matrices of shape {sa}")
+        return a, st.broadcast_to(b, sa[:-2] + (n,)), True
+    if len(sb) == 0 or sb[-2] != n:
+        raise ValueError(f"{what}: b of shape {sb} does not match matrices of shape {sa} "
+                         "(b must be (n,) or (..., n, k))")
+    batch = np.broadcast_shapes(sa[:-2], sb[:-2])
+    return st.broadcast_to(a, batch + sa[-2:]), st.broadcast_to(b, batch + sb[-2:]), False
+
+
+def _reject(function: str, **given: tuple[Any, Any]) -> None:
+    """NotImplementedError for each parameter given a value other than its supported one."""
+    for name, (value, supported) in given.items():
+        if value is not supported and value != supported:
+            raise NotImplementedError(f"newtonad's {function} does not support {name}={value!r} "
+                                      f"(only {name}={supported!r})")
+
+
+# ---- np.linalg --------------------------------------------------------------------------------------
+
+def solve(a, b):
+    """``np.linalg.solve``: ``x`` with ``a @ x == b``."""
+    a, b, _ = _solve_operands(a, b, "solve")
+    return dec.solve(a, b)
+
+
+def inv(a):
+    a, shape = _matrices(a, "inv", square=True)
+    return dec.solve(a, dec.eye(shape[-1], shape[:-2]))
+
+
+def slogdet(a):
+    a, _ = _matrices(a, "slogdet", square=True)
+    return SlogdetResult(dec.det_sign(a), dec.logabsdet(a))
+
+
+def det(a):
+    sign, logabs = slogdet(a)
+    return ew.mul(sign, ew.exp(logabs))
+
+
+def cholesky(a, /, *, upper=False):
+    """Lower factor reading the lower triangle; ``upper=True``: ``U`` reading the upper one."""
+    a, shape = _matrices(a, "cholesky", square=True)
+    if upper:
+        nb = len(shape) - 2
+        return dec.swap(dec.cholesky(dec.swap(a, nb)), nb)
+    return dec.cholesky(a)
+
+
+def _uplo(UPLO: str) -> str:
+    if UPLO not in ("L", "U"):
+        raise ValueError("UPLO argument must be 'L' or 'U'")
+    return UPLO
+
+
+def eigh(a, UPLO="L"):
+    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix; distinct eigenvalues
+    for derivatives of the eigenvectors (repeated ones give inf / NaN)."""
+    a, shape = _matrices(a, "eigh", square=True)
+    packed = dec.eigh(a, _uplo(UPLO))
+    nb, n = len(shape) - 2, shape[-1]
+    w = st.reshape(dec.rows(packed, nb, 0, 1), shape[:-2] + (n,))
+    return EighResult(w, dec.rows(packed, nb, 1, n + 1))
+
+
+def eigvalsh(a, UPLO="L"):
+    return eigh(a, UPLO).eigenvalues
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """Thin SVD ``U, S, Vh`` (square matrices also with ``full_matrices=True``)."""
+    a, shape = _matrices(a, "svd")
+    _reject("np.linalg.svd", hermitian=(hermitian, False))
+    if not compute_uv:
+        return dec.svdvals(a)
+    m, n = shape[-2:]
+    if full_matrices and m != n:
+        raise NotImplementedError(
+            f"newtonad's np.linalg.svd supports full_matrices=True only for square matrices "
+            f"(got {m}x{n}: the extra singular vectors are not unique, so they have no "
+            "derivative); pass full_matrices=False")
+    nb, k = len(shape) - 2, min(m, n)
+    packed = dec.svd(a)
+    s = st.reshape(dec.rows(packed, nb, m, m + 1), shape[:-2] + (k,))
+    vh = dec.swap(dec.rows(packed, nb, m + 1, m + 1 + n), nb)
+    return SVDResult(dec.rows(packed, nb, 0, m), s, vh)
+
+
+def svdvals(x, /):
+    x, _ = _matrices(x, "svdvals")
+    return dec.svdvals(x)
+
+
+def qr(a, mode="reduced"):
+    """Reduced QR (``mode='r'``: R only); derivatives need m >= n and full column rank."""
+    a, shape = _matrices(a, "qr")
+    m, n = shape[-2:]
+    if mode == "complete" and m > n:
+        raise NotImplementedError("newtonad's np.linalg.qr supports mode='complete' only when "
+                                  "m <= n (otherwise the extra columns of Q are not unique); "
+                                  "use mode='reduced'")
+    if mode not in ("reduced", "complete", "r"):
+        raise NotImplementedError(f"newtonad's np.linalg.qr does not support mode={mode!r} "
+                                  "(supported: 'reduced', 'r', 'complete' with m <= n)")
+    nb, k = len(shape) - 2, min(m, n)
+    packed = dec.qr(a)
+    r = dec.swap(dec.rows(packed, nb, m, m + n), nb)
+    if mode == "r":
+        return r
+    return QRResult(dec.rows(packed, nb, 0, m), r)
+
+
+_UNSET = object()
+
+
+def pinv(a, rcond=None, hermitian=False, *, rtol=_UNSET):
+    a, _ = _matrices(a, "pinv")
+    options: dict[str, Any] = {}
+    for name, value in (("rcond", rcond), ("rtol", rtol)):
+        if value is _UNSET or value is None:
+            continue
+        if np.ndim(value) != 0 or isinstance(value, npa.Var):
+            raise NotImplementedError(f"newtonad's np.linalg.pinv needs a constant scalar "
+                                      f"{name}, got {value!r}")
+        options[name] = float(value)
+    if hermitian:
+        options["hermitian"] = True
+    return dec.pinv(a, **options)
+
+
+def matrix_power(a, n):
+    a, shape = _matrices(a, "matrix_power", square=True)
+    try:
+        n = operator.index(n)
+    except TypeError as e:
+        raise TypeError("exponent must be an integer") from e
+    if n == 0:
+        return dec.eye(shape[-1], shape[:-2])
+    if n < 0:
+        a, n = inv(a), -n
+    result, power = None, a
+    while n:  # binary powering: log2(n) products
+        if n & 1:
+            result = power if result is None else npa.matmul(result, power)
+        n >>= 1
+        if n:
+            power = npa.matmul(power, power)
+    return result
+
+
+def multi_dot(arrays, *, out=None):
+    """``A @ B @ ...`` in the cheapest order (NumPy's dynamic programme over the shapes)."""
+    _reject("np.linalg.multi_dot", out=(out, None))
+    arrays = [npa.asvar_or_array(x) for x in arrays]
+    if len(arrays) < 2:
+        raise ValueError("Expecting at least two arrays.")
+    first_vector, last_vector = len(shape_of(arrays[0])) == 1, len(shape_of(arrays[-1])) == 1
+    if first_vector:
+        arrays[0] = st.reshape(arrays[0], (1,) + shape_of(arrays[0]))
+    if last_vector:
+        arrays[-1] = st.reshape(arrays[-1], shape_of(arrays[-1]) + (1,))
+    for x in arrays:
+        if len(shape_of(x)) != 2:
+            raise ValueError(f"multi_dot: {len(shape_of(x))}-dimensional array given. Array "
+                             "must be two-dimensional")
+    result = _chain(arrays, _chain_order(arrays), 0, len(arrays) - 1)
+    if first_vector:
+        result = st.reshape(result, shape_of(result)[1:])
+    if last_vector:
+        result = st.reshape(result, shape_of(result)[:-1])
+    return result
+
+
+def _chain_order(arrays) -> list[list[int]]:
+    """Split points of the cheapest parenthesisation (the matrix-chain programme)."""
+    dims = [shape_of(arrays[0])[0]] + [shape_of(x)[1] for x in arrays]
+    n = len(arrays)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def _chain(arrays, split, i: int, j: int):
+    if i == j:
+        return arrays[i]
+    k = split[i][j]
+    return npa.matmul(_chain(arrays, split, i, k), _chain(arrays, split, k + 1, j))
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    return npa.norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    x = npa.asvar_or_array(x)
+    if axis is None:  # every axis, as one vector
+        out = npa.norm(npa.ravel(x), ord=ord, axis=0)
+        return st.reshape(out, (1,) * len(shape_of(x))) if keepdims else out
+    if isinstance(axis, (tuple, list)) and len(axis) != 1:
+        shape = shape_of(x)
+        axes = npa._axes(tuple(axis), len(shape))
+        rest = [i for i in range(len(shape)) if i not in axes]
+        moved = st.transpose(x, rest + list(axes))
+        size = int(np.prod([shape[i] for i in axes], dtype=np.int64))
+        flat = st.reshape(moved, tuple(shape[i] for i in rest) + (size,))
+        out = npa.norm(flat, ord=ord, axis=-1)
+        if keepdims:
+            out = st.reshape(out, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+        return out
+    return npa.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+
+def linalg_diagonal(x, /, *, offset=0):
+    return npa.diagonal(x, offset, -2, -1)
+
+
+def linalg_trace(x, /, *, offset=0, dtype=None):
+    return npa.trace(x, offset, -2, -1, dtype=dtype)
+
+
+# ---- matrix helpers ------------------------------------------------------------------------------
+
+def kron(a, b):
+    """``np.kron``: block ``(i, j)`` of the result is ``a[i, j] * b``, in any dimension."""
+    a, b = npa.asvar_or_array(a), npa.asvar_or_array(b)
+    nd = max(len(shape_of(a)), len(shape_of(b)))
+    sa = (1,) * (nd - len(shape_of(a))) + shape_of(a)
+    sb = (1,) * (nd - len(shape_of(b))) + shape_of(b)
+    if nd == 0:
+        return ew.mul(a, b)
+    letters_a, letters_b = npa._LETTERS[:nd], npa._LETTERS[nd:2 * nd]
+    interleaved = "".join(x + y for x, y in zip(letters_a, letters_b))
+    outer = la.einsum(f"{letters_a},{letters_b}->{interleaved}",
+                      st.reshape(a, sa), st.reshape(b, sb))
+    return st.reshape(outer, tuple(x * y for x, y in zip(sa, sb)))
+
+
+def _triangle(m, k: int, lower: bool):
+    m = npa.asvar_or_array(m)
+    shape = shape_of(m)
+    if len(shape) == 0:
+        raise ValueError("tril/triu need an array of at least one dimension")
+    rows_, cols = (shape[-2], shape[-1]) if len(shape) >= 2 else (shape[-1], shape[-1])
+    keep = np.tri(rows_, cols, k=k, dtype=bool) if lower else \
+        ~np.tri(rows_, cols, k=k - 1, dtype=bool)
+    return ew.select(keep, m, 0.0)
+
+
+def tril(m, k=0):
+    return _triangle(m, operator.index(k), lower=True)
+
+
+def triu(m, k=0):
+    return _triangle(m, operator.index(k), lower=False)
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """``np.cross`` of 3-vectors (2-vectors are taken with a zero third component; two
+    2-vectors give the scalar third component, as NumPy)."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = npa.moveaxis(npa.asvar_or_array(a), axisa, -1)
+    b = npa.moveaxis(npa.asvar_or_array(b), axisb, -1)
+    na, nb = shape_of(a)[-1], shape_of(b)[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
+
+    def part(x, n, i):
+        return npa.getitem(x, (Ellipsis, i)) if i < n else None
+
+    a0, a1, a2 = (part(a, na, i) for i in range(3))
+    b0, b1, b2 = (part(b, nb, i) for i in range(3))
+
+    def term(x, y, u, v):  # x*y - u*v, where a missing (zero) component drops its product
+        left = None if x is None or y is None else ew.mul(x, y)
+        right = None if u is None or v is None else ew.mul(u, v)
+        if right is None:
+            return left
+        return ew.neg(right) if left is None else ew.sub(left, right)
+
+    cz = term(a0, b1, a1, b0)
+    if na == 2 and nb == 2:
+        return cz
+    cx, cy = term(a1, b2, a2, b1), term(a2, b0, a0, b2)
+    c = npa.stack([cx, cy, cz], axis=-1)
+    return npa.moveaxis(c, -1, axisc)
+
+
+# ---- scipy.linalg ------------------------------------------------------------------------------------
+
+_TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}
+
+
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                     check_finite=True):
+    """``scipy.linalg.solve_triangular``: reads only the ``lower`` / upper triangle of ``a``."""
+    if trans not in _TRANS:
+        raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
+    a, b, _ = _solve_operands(a, b, "solve_triangular")
+    return dec.triangular_solve(a, b, lower=lower, trans=_TRANS[trans], unit_diagonal=unit_diagonal)
+
+
+def scipy_cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+    """``scipy.linalg.cholesky``: upper factor reading the upper triangle unless ``lower``."""
+    return cholesky(a, upper=not lower)
+
+
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+    """``(c, lower)``: the factor in one triangle of ``c``, ``a``'s entries in the other (as SciPy)."""
+    a, shape = _matrices(a, "cho_factor", square=True)
+    factor = cholesky(a, upper=not lower)
+    n = shape[-1]
+    mine = np.tri(n, n, dtype=bool) if lower else ~np.tri(n, n, k=-1, dtype=bool)
+    return ew.select(mine, factor, a), lower
+
+
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    """``scipy.linalg.cho_solve``: solve ``A x = b`` from ``cho_factor``'s ``(c, lower)``."""
+    c, lower = c_and_lower
+    c, b, _ = _solve_operands(c, b, "cho_solve")
+    if lower:  # A = L L^T
+        y = dec.triangular_solve(c, b, lower=True)
+        return dec.triangular_solve(c, y, lower=True, trans=True)
+    y = dec.triangular_solve(c, b, lower=False, trans=True)  # A = U^T U
+    return dec.triangular_solve(c, y, lower=False)
+
+
+SCIPY_LINALG: dict[str, Callable] = {
+    "solve_triangular": solve_triangular, "cholesky": scipy_cholesky,
+    "cho_factor": cho_factor, "cho_solve": cho_solve,
+}
+"""scipy.linalg functions by name, registered in :data:`FUNCTIONS` once scipy.linalg is
+imported (by the user, or by anything else)."""
+
+
+def register_scipy_linalg() -> None:
+    """Add the scipy.linalg functions to :data:`FUNCTIONS` (and to Var's merged table)."""
+    module = sys.modules["scipy.linalg"]
+    table = {getattr(module, name): fn for name, fn in SCIPY_LINALG.items()}
+    FUNCTIONS.update(table)
+    var_ops = sys.modules.get("newtonad.ad.var_ops")
+    if var_ops is not None and hasattr(var_ops, "FUNCTIONS"):
+        var_ops.FUNCTIONS.update(table)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs a callback right after a module is first imported (no import of it here)."""
+
+    def __init__(self, name: str, callback: Callable[[], None]):
+        self.name, self.callback = name, callback
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader, callback = spec.loader, self.callback
+        run = loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
+            callback()
+
+        loader.exec_module = exec_module  # the loader instance belongs to this spec only
+        return spec
+
+
+if "scipy.linalg" in sys.modules:
+    register_scipy_linalg()
+else:
+    sys.meta_path.insert(0, _AfterImport("scipy.linalg", register_scipy_linalg))
+
+
+# ---- dispatch table ----------------------------------------------------------------------------------
+
+FUNCTIONS.update({
+    np.linalg.solve: solve, np.linalg.inv: inv, np.linalg.det: det, np.linalg.slogdet: slogdet,
+    np.linalg.cholesky: cholesky, np.linalg.eigh: eigh, np.linalg.eigvalsh: eigvalsh,
+    np.linalg.svd: svd, np.linalg.qr: qr, np.linalg.pinv: pinv,
+    np.linalg.matrix_power: matrix_power, np.linalg.multi_dot: multi_dot,
+    np.kron: kron, np.triu: triu, np.tril: tril, np.cross: cross,
+})
+for _name, _fn in {"svdvals": svdvals, "matrix_norm": matrix_norm, "vector_norm": vector_norm,
+                   "cross": cross, "diagonal": linalg_diagonal, "trace": linalg_trace}.items():
+    if hasattr(np.linalg, _name):  # NumPy 2 array-API names
+        FUNCTIONS[getattr(np.linalg, _name)] = _fn

@@ -130,8 +130,9 @@ def install() -> None:
     Var.copy = lambda self: self
     Var.repeat = lambda self, repeats, axis=None: npa.repeat(self, repeats, axis)
     Var.take = lambda self, indices, axis=None: npa.take(self, indices, axis)
-    Var.diagonal = lambda self, offset=0: npa.diagonal(self, offset)
-    Var.trace = lambda self, offset=0: npa.trace(self, offset)
+    Var.diagonal = lambda self, offset=0, axis1=0, axis2=1: npa.diagonal(self, offset, axis1, axis2)
+    Var.trace = lambda self, offset=0, axis1=0, axis2=1, dtype=None, out=None: npa.trace(
+        self, offset, axis1, axis2, dtype, out)
 
 
 install()
