@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 import string
 from typing import Any
 
@@ -22,6 +23,7 @@ import numpy as np
 from .primitives import elementwise as ew
 from .primitives import linalg as la
 from .primitives import reductions as rd
+from .primitives import sorting as srt
 from .primitives import structural as st
 from .primitives.core import shape_of
 from .trace import Var
@@ -184,43 +186,118 @@ def _reduce(prim_fn, x, axis, keepdims):
     return out
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
-    _no_kwargs("sum", {"out": out, **kwargs}, {"initial": None, "where": None})
-    return _reduce(rd.reduce_sum, _float(a) if dtype is not None else a, axis, keepdims)
+def _unsupported(name: str, **params) -> None:
+    """NotImplementedError naming each parameter given a value newtonad cannot honour."""
+    bad = [k for k, v in params.items() if v is not None]
+    if bad:
+        fix = " (out= writes in place, which cannot be traced; use the returned value)" \
+            if "out" in bad else ""
+        raise NotImplementedError(f"newtonad's np.{name} does not support the argument(s) "
+                                  f"{bad}{fix}")
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
-    _no_kwargs("prod", {"out": out, **kwargs})
-    return _reduce(rd.reduce_prod, a, axis, keepdims)
+def _cast(a, dtype):
+    """``a`` converted to ``dtype`` first, as NumPy's reductions compute in ``dtype``."""
+    return a if dtype is None else astype(a, dtype)
 
 
-def max(a, axis=None, out=None, keepdims=False, **kwargs):
-    _no_kwargs("max", {"out": out, **kwargs})
-    return _reduce(rd.reduce_max, a, axis, keepdims)
+def _where_mask(a, where):
+    """``where`` as a boolean mask that broadcasts to ``a``'s shape (None: no mask)."""
+    if where is None or (not _is_var(where) and np.all(np.asarray(where, dtype=bool))
+                         and np.ndim(where) == 0):
+        return None
+    if not _is_var(where):
+        where = np.asarray(where, dtype=bool)
+    elif where.dtype != np.bool_:
+        raise TypeError(f"where= needs a boolean mask, got {where.dtype}")
+    if np.broadcast_shapes(shape_of(where), shape_of(a)) != shape_of(a):
+        raise ValueError(f"where= of shape {shape_of(where)} does not broadcast to the "
+                         f"array's shape {shape_of(a)}")
+    return where
 
 
-def min(a, axis=None, out=None, keepdims=False, **kwargs):
-    _no_kwargs("min", {"out": out, **kwargs})
-    return _reduce(rd.reduce_min, a, axis, keepdims)
+def _fill_masked(a, mask, fill):
+    return a if mask is None else ew.select(mask, a, fill)
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
-    _no_kwargs("mean", {"out": out, **kwargs})
-    axes = _axes(axis, _ndim(a))
-    count = int(np.prod([shape_of(a)[i] for i in axes], dtype=np.int64))
-    return ew.div(sum(a, axis, keepdims=keepdims), float(count))
+def _count(a, axis, keepdims, mask):
+    """How many entries each reduction sees: a constant, or a traced count under a traced mask."""
+    shape = shape_of(a)
+    if mask is None:
+        axes = _axes(axis, len(shape))
+        return float(np.prod([shape[i] for i in axes], dtype=np.int64))
+    ones = ew.convert(st.broadcast_to(mask, shape), dtype="float64")
+    return _reduce(rd.reduce_sum, ones, axis, keepdims)
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
-    _no_kwargs("var", {"out": out, **kwargs})
-    axes = _axes(axis, _ndim(a))
-    count = int(np.prod([shape_of(a)[i] for i in axes], dtype=np.int64))
-    centred = ew.sub(a, mean(a, axis, keepdims=True))
-    return ew.div(sum(square(centred), axis, keepdims=keepdims), float(count - ddof))
+def _reduced_size(a, axis) -> int:
+    shape = shape_of(a)
+    return int(np.prod([shape[i] for i in _axes(axis, len(shape))], dtype=np.int64))
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
-    return sqrt(var(a, axis, dtype, out, ddof, keepdims, **kwargs))
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    _unsupported("sum", out=out)
+    a = _cast(a, dtype)
+    out_ = _reduce(rd.reduce_sum, _fill_masked(a, _where_mask(a, where), 0.0), axis, keepdims)
+    return out_ if initial is None else ew.add(out_, initial)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    _unsupported("prod", out=out)
+    a = _cast(a, dtype)
+    out_ = _reduce(rd.reduce_prod, _fill_masked(a, _where_mask(a, where), 1.0), axis, keepdims)
+    return out_ if initial is None else ew.mul(out_, initial)
+
+
+def _extremum(name, prim_fn, pick, a, axis, out, keepdims, initial, where):
+    _unsupported(name, out=out)
+    mask = _where_mask(a, where)
+    if initial is None and (mask is not None or _reduced_size(a, axis) == 0):
+        op = "maximum" if name == "max" else "minimum"
+        raise ValueError(f"np.{name}: zero-size reduction or where= mask: reduction operation "
+                         f"'{op}' does not have an identity, so pass initial=")
+    if initial is not None and _reduced_size(a, axis) == 0:
+        return full_like(sum(a, axis, keepdims=keepdims), initial)
+    out_ = _reduce(prim_fn, _fill_masked(a, mask, initial), axis, keepdims)
+    return out_ if initial is None else pick(out_, initial)
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    return _extremum("max", rd.reduce_max, maximum, a, axis, out, keepdims, initial, where)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    return _extremum("min", rd.reduce_min, minimum, a, axis, out, keepdims, initial, where)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    _unsupported("mean", out=out)
+    a = _float(_cast(a, dtype))
+    mask = _where_mask(a, where)
+    return ew.div(sum(_fill_masked(a, mask, 0.0), axis, keepdims=keepdims),
+                  _count(a, axis, keepdims, mask))
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+        correction=None):
+    _unsupported("var", out=out)
+    if correction is not None:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    a = _float(_cast(a, dtype))
+    mask = _where_mask(a, where)
+    centre = globals()["mean"](a, axis, keepdims=True, where=where) if mean is None else mean
+    squares = _fill_masked(square(ew.sub(a, centre)), mask, 0.0)
+    count = _count(a, axis, keepdims, mask)
+    dof = builtins.max(count - ddof, 0) if isinstance(count, float) else maximum(ew.sub(count, ddof), 0.0)
+    return ew.div(sum(squares, axis, keepdims=keepdims), dof)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+        correction=None):
+    return sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                    correction=correction))
 
 
 def logsumexp(a, axis=None, keepdims=False):
@@ -234,10 +311,23 @@ def logsumexp(a, axis=None, keepdims=False):
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
-    _no_kwargs("cumsum", {"out": out})
+    _unsupported("cumsum", out=out)
+    a = _cast(a, dtype)
     if axis is None:
         a, axis = ravel(a), 0
     return rd.cumsum(a, axis=_normalize_axis(axis, _ndim(a)))
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    """Running product; its derivative is exact where entries are zero (a linear scan)."""
+    _unsupported("cumprod", out=out)
+    a = _cast(a, dtype)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = _normalize_axis(axis, _ndim(a))
+    if shape_of(a)[axis] == 0:
+        return _float(a)
+    return rd.cumprod(a, axis=axis)
 
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
@@ -887,6 +977,468 @@ def _advanced(x, adv):
     return st.gather(merged, flat, p)
 
 
+# ---- sorting, order statistics --------------------------------------------------------------
+# Positions come from primal values (integer primitives without tangents); gathering
+# the values at those positions carries the derivative.
+
+def take_along_axis(arr, indices, axis=-1):
+    """NumPy's ``take_along_axis``: one flat gather, the other axes indexed by constants."""
+    if axis is None:
+        return take_along_axis(ravel(arr), indices, 0)
+    shape, ishape = shape_of(arr), shape_of(indices)
+    if len(ishape) != len(shape):
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    axis = _normalize_axis(axis, len(shape))
+    out_shape = tuple(ishape[d] if d == axis else np.broadcast_shapes((shape[d],), (ishape[d],))[0]
+                      for d in range(len(shape)))
+    strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
+    flat_const = np.zeros(out_shape, dtype=np.int64)
+    for d in range(len(shape)):
+        if d != axis and shape[d] != 1:
+            place = [1] * len(shape)
+            place[d] = shape[d]
+            flat_const = flat_const + np.arange(shape[d]).reshape(place) * strides[d]
+    idx = _normalize_index(indices, shape[axis])
+    flat = ew.add(ew.mul(idx, strides[axis]) if strides[axis] != 1 else idx, flat_const)
+    return st.gather(ravel(arr), flat, 0)
+
+
+def _sort_axis(a, axis):
+    if axis is None:
+        return ravel(a), 0
+    return a, _normalize_axis(axis, _ndim(a))
+
+
+def _sort_kind(kind, stable) -> str | None:
+    if stable is not None and kind is not None:
+        raise ValueError("`kind` and `stable` parameters can't both be specified.")
+    return "stable" if stable else kind
+
+
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    _unsupported("sort", order=order)
+    a, axis = _sort_axis(asvar_or_array(a), axis)
+    return take_along_axis(a, srt.argsort(a, axis=axis, kind="stable"), axis)
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    _unsupported("argsort", order=order)
+    a, axis = _sort_axis(asvar_or_array(a), axis)
+    return srt.argsort(a, axis=axis, kind=_sort_kind(kind, stable))
+
+
+def _kth(kth) -> tuple[int, ...]:
+    if _is_var(kth):
+        raise TypeError("kth must be known when tracing (a Python int or a sequence of ints)")
+    return tuple(int(k) for k in np.atleast_1d(kth))
+
+
+def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    _unsupported("argpartition", order=order)
+    a, axis = _sort_axis(asvar_or_array(a), axis)
+    return srt.argpartition(a, kth=_kth(kth), axis=axis)
+
+
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """Values of ``np.partition``: NumPy's own ``argpartition`` order, gathered."""
+    _unsupported("partition", order=order)
+    a, axis = _sort_axis(asvar_or_array(a), axis)
+    return take_along_axis(a, srt.argpartition(a, kth=_kth(kth), axis=axis), axis)
+
+
+def _arg_extremum(prim_fn, a, axis, out, keepdims):
+    _unsupported(prim_fn.__name__, out=out)
+    a = asvar_or_array(a)
+    shape = shape_of(a)
+    if axis is None:
+        out_ = prim_fn(ravel(a), axis=0)
+        return st.reshape(out_, (1,) * len(shape)) if keepdims else out_
+    axis = _normalize_axis(axis, len(shape))
+    out_ = prim_fn(a, axis=axis)
+    return st.reshape(out_, rd.keepdims_shape(shape, (axis,))) if keepdims else out_
+
+
+def argmax(a, axis=None, out=None, *, keepdims=False):
+    return _arg_extremum(srt.argmax, a, axis, out, keepdims)
+
+
+def argmin(a, axis=None, out=None, *, keepdims=False):
+    return _arg_extremum(srt.argmin, a, axis, out, keepdims)
+
+
+def _axes_last(a, axis):
+    """``a`` with the axes ``axis`` merged into one trailing axis, and the keepdims shape."""
+    shape = shape_of(a)
+    axes = _axes(axis, len(shape))
+    rest = [i for i in range(len(shape)) if i not in axes]
+    moved = st.transpose(a, rest + list(axes))
+    merged = st.reshape(moved, tuple(shape[i] for i in rest) + (_reduced_size(a, axis),))
+    return merged, rd.keepdims_shape(shape, axes)
+
+
+def _nan_if_any_nan(result, sorted_last):
+    """NumPy's order statistics are NaN for a slice holding a NaN (sorted last)."""
+    if not _is_var(sorted_last) and not np.any(np.isnan(sorted_last)):
+        return result
+    return ew.select(ew.ne_p(sorted_last, sorted_last), np.nan, result)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    _unsupported("median", out=out)
+    merged, kept = _axes_last(_float(asvar_or_array(a)), axis)
+    n = shape_of(merged)[-1]
+    if n == 0:
+        raise ValueError("np.median of an empty slice is NaN in NumPy (with a warning); "
+                         "newtonad refuses it")
+    s = sort(merged, axis=-1)
+    mid = _take_last(s, [n // 2] if n % 2 else [n // 2 - 1, n // 2])
+    result = ew.div(reduce_last(mid), float(shape_of(mid)[-1]))
+    result = _nan_if_any_nan(result, _take_last(s, [n - 1])[..., 0])
+    return st.reshape(result, kept) if keepdims else result
+
+
+def _take_last(a, positions):
+    return st.gather(a, np.asarray(positions, dtype=np.int64), _ndim(a) - 1)
+
+
+def reduce_last(a):
+    return rd.reduce_sum(a, axes=(_ndim(a) - 1,))
+
+
+_QUANTILE_METHODS = ("linear",)
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, weights=None, interpolation=None):
+    """NumPy's default (``method='linear'``) quantiles, the same interpolation formula."""
+    _unsupported("quantile", out=out, weights=weights, interpolation=interpolation)
+    if method not in _QUANTILE_METHODS:
+        raise NotImplementedError(f"np.quantile method={method!r} is not supported; newtonad "
+                                  "implements method='linear' (NumPy's default)")
+    if _is_var(q):
+        raise NotImplementedError("np.quantile with traced q is not supported; q must be known")
+    q = np.asarray(q, dtype=float)
+    if not (np.all(q >= 0) and np.all(q <= 1)):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    merged, kept = _axes_last(_float(asvar_or_array(a)), axis)
+    n = shape_of(merged)[-1]
+    virtual = (n - 1) * q
+    before = np.floor(virtual)
+    above = virtual >= n - 1
+    before = np.where(above, n - 1, before).astype(np.int64)
+    after = np.where(above, n - 1, before + 1).astype(np.int64)
+    gamma = virtual - np.where(above, -1, before)  # as NumPy's (it cancels when before == after)
+    s = sort(merged, axis=-1)
+    lo, hi = st.gather(s, before, _ndim(s) - 1), st.gather(s, after, _ndim(s) - 1)
+    rest = _ndim(s) - 1
+    perm = tuple(range(rest, rest + q.ndim)) + tuple(range(rest))
+    lo, hi = st.transpose(lo, perm), st.transpose(hi, perm)
+    t = gamma.reshape(q.shape + (1,) * rest)
+    diff_ = ew.sub(hi, lo)
+    result = ew.select(t >= 0.5, ew.sub(hi, ew.mul(diff_, 1 - t)), ew.add(lo, ew.mul(diff_, t)))
+    result = _nan_if_any_nan(result, _take_last(s, [n - 1])[..., 0])
+    return st.reshape(result, q.shape + kept) if keepdims else result
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None, interpolation=None):
+    if _is_var(q):
+        raise NotImplementedError("np.percentile with traced q is not supported; q must be known")
+    q = np.true_divide(q, 100)
+    if not (np.all(q >= 0) and np.all(q <= 1)):
+        raise ValueError("Percentiles must be in the range [0, 100]")
+    return quantile(a, q, axis, out, overwrite_input, method, keepdims, weights=weights,
+                    interpolation=interpolation)
+
+
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    a = _float(asvar_or_array(a))
+    if weights is None:
+        avg = mean(a, axis, keepdims=keepdims)
+        scale_ = float(_reduced_size(a, axis))
+    else:
+        w = asvar_or_array(weights)
+        if shape_of(w) != shape_of(a):
+            w = _weights_along(w, a, axis)
+        scale_ = sum(w, axis, keepdims=keepdims)
+        if not _is_var(scale_) and np.any(scale_ == 0.0):
+            raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+        avg = ew.div(sum(ew.mul(a, w), axis, keepdims=keepdims), scale_)
+    if returned:
+        return avg, st.broadcast_to(asvar_or_array(scale_), shape_of(avg))
+    return avg
+
+
+def _weights_along(w, a, axis):
+    """1-D weights laid along ``axis`` of ``a`` (NumPy's rule when the shapes differ)."""
+    if axis is None:
+        raise TypeError("Axis must be specified when shapes of a and weights differ.")
+    if isinstance(axis, (tuple, list)):
+        raise NotImplementedError("np.average with a tuple axis needs weights of a's shape")
+    if _ndim(w) != 1:
+        raise TypeError("1D weights expected when shapes of a and weights differ.")
+    axis = _normalize_axis(axis, _ndim(a))
+    if shape_of(w)[0] != shape_of(a)[axis]:
+        raise ValueError("Length of weights not compatible with specified axis.")
+    place = [1] * _ndim(a)
+    place[axis] = shape_of(w)[0]
+    return st.broadcast_to(st.reshape(w, tuple(place)), shape_of(a))
+
+
+# ---- NaN-skipping reductions (a value-dependent mask, computed elementwise) -----------------
+
+def _not_nan(a):
+    return ew.eq_p(a, a)
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    a = asvar_or_array(a)
+    if np.dtype(a.dtype).kind == "f":
+        a = ew.select(_not_nan(a), a, 0.0)
+    return sum(a, axis, dtype, out, keepdims, initial, where)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    a = asvar_or_array(a)
+    keep = _not_nan(a)
+    if where is not None:
+        keep = ew.logical_and_p(keep, where if _is_var(where) else np.asarray(where, dtype=bool))
+    return mean(a, axis, dtype, out, keepdims, where=keep)
+
+
+# ---- splitting and joining -----------------------------------------------------------------
+
+def array_split(ary, indices_or_sections, axis=0):
+    ary = asvar_or_array(ary)
+    axis = _normalize_axis(axis, _ndim(ary))
+    n = shape_of(ary)[axis]
+    if np.ndim(indices_or_sections) == 0:
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        each, extra = divmod(n, sections)
+        sizes = [0] + extra * [each + 1] + (sections - extra) * [each]
+        points = np.cumsum(sizes).tolist()
+    else:
+        points = [0] + list(indices_or_sections) + [n]
+    lead = (slice(None),) * axis
+    return [getitem(ary, lead + (slice(int(lo), int(hi)),)) for lo, hi in zip(points, points[1:])]
+
+
+def split(ary, indices_or_sections, axis=0):
+    if np.ndim(indices_or_sections) == 0:
+        n = shape_of(ary)[_normalize_axis(axis, _ndim(ary))]
+        if n % int(indices_or_sections):
+            raise ValueError("array split does not result in an equal division")
+    return array_split(ary, indices_or_sections, axis)
+
+
+def hsplit(ary, indices_or_sections):
+    if _ndim(ary) == 0:
+        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
+    return split(ary, indices_or_sections, 1 if _ndim(ary) > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    if _ndim(ary) < 2:
+        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
+    return split(ary, indices_or_sections, 0)
+
+
+def dsplit(ary, indices_or_sections):
+    if _ndim(ary) < 3:
+        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
+    return split(ary, indices_or_sections, 2)
+
+
+def column_stack(tup):
+    arrays = [array(a) for a in tup]
+    arrays = [st.reshape(a, (_size(a), 1)) if _ndim(a) < 2 else a for a in arrays]
+    return concatenate(arrays, 1)
+
+
+def _size(a) -> int:
+    return int(np.prod(shape_of(a), dtype=np.int64))
+
+
+def append(arr, values, axis=None):
+    arr, values = array(arr), array(values)
+    if axis is None:
+        arr = ravel(arr) if _ndim(arr) != 1 else arr
+        values, axis = ravel(values), _ndim(arr) - 1
+    return concatenate((arr, values), axis=axis)
+
+
+def _one_or_tuple(results):
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def atleast_1d(*arys):
+    return _one_or_tuple([reshape(a, (1,)) if _ndim(a) == 0 else asvar_or_array(a) for a in arys])
+
+
+def atleast_2d(*arys):
+    out = []
+    for a in arys:
+        a = asvar_or_array(a)
+        out.append(st.reshape(a, (1,) * (2 - _ndim(a)) + shape_of(a)) if _ndim(a) < 2 else a)
+    return _one_or_tuple(out)
+
+
+def atleast_3d(*arys):
+    out = []
+    for a in arys:
+        a = asvar_or_array(a)
+        shape = shape_of(a)
+        new = {0: (1, 1, 1), 1: (1,) + shape + (1,), 2: shape + (1,)}.get(len(shape), shape)
+        out.append(st.reshape(a, new))
+    return _one_or_tuple(out)
+
+
+def flipud(m):
+    if _ndim(m) < 1:
+        raise ValueError("Input must be >= 1-d.")
+    return flip(m, 0)
+
+
+def fliplr(m):
+    if _ndim(m) < 2:
+        raise ValueError("Input must be >= 2-d.")
+    return flip(m, 1)
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    axes = tuple(axes)
+    ndim = _ndim(m)
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    if axes[0] == axes[1] or abs(axes[0] - axes[1]) == ndim:
+        raise ValueError("Axes must be different.")
+    if not all(-ndim <= ax < ndim for ax in axes):
+        raise ValueError(f"Axes={axes} out of range for array of ndim={ndim}.")
+    k %= 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(flip(m, axes[0]), axes[1])
+    perm = list(range(ndim))
+    perm[axes[0]], perm[axes[1]] = perm[axes[1]], perm[axes[0]]
+    if k == 1:
+        return st.transpose(flip(m, axes[1]), perm)
+    return flip(st.transpose(m, perm), axes[1])
+
+
+# ---- grids and differences -------------------------------------------------------------------
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    """``np.linspace`` with traced end points: ``start + i * step``, ``stop`` placed last."""
+    if device not in (None, "cpu"):
+        raise ValueError(f"Device not understood. Only \"cpu\" is allowed, but received: {device}")
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    if dtype is not None and np.dtype(dtype) != np.float64:
+        raise NotImplementedError("newtonad's np.linspace computes in float64 only (dtype=)")
+    div_ = (num - 1) if endpoint else num
+    start, stop = _float(asvar_or_array(start)), _float(asvar_or_array(stop))
+    delta = ew.sub(stop, start)
+    y = np.arange(0, num, dtype=float).reshape((-1,) + (1,) * _ndim(delta))
+    if div_ > 0:
+        step = ew.div(delta, float(div_))
+        y = ew.mul(y, step)
+    else:
+        step = np.nan
+        y = ew.mul(y, delta)
+    y = ew.add(y, start)
+    if endpoint and num > 1:
+        last = st.broadcast_to(stop, (1,) + shape_of(y)[1:])
+        y = st.concatenate([getitem(y, slice(0, num - 1)), last], 0)
+    if axis != 0:
+        y = moveaxis(y, 0, axis)
+    return (y, step) if retstep else y
+
+
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """``np.gradient`` with scalar spacings (uniform grids); one array per axis."""
+    f = _float(asvar_or_array(f))
+    ndim = _ndim(f)
+    axes = tuple(range(ndim)) if axis is None else tuple(
+        _normalize_axis(a, ndim) for a in np.atleast_1d(axis))
+    if len(set(axes)) != len(axes):
+        raise ValueError("repeated axis")
+    if not varargs:
+        spacings = [1.0] * len(axes)
+    elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        spacings = list(varargs) * len(axes)
+    elif len(varargs) == len(axes):
+        spacings = list(varargs)
+    else:
+        raise TypeError("invalid number of arguments")
+    if builtins.any(np.ndim(h) != 0 for h in spacings):
+        raise NotImplementedError("np.gradient with coordinate arrays as spacing is not "
+                                  "supported; pass scalar spacings (a uniform grid)")
+    if edge_order > 2:
+        raise ValueError("'edge_order' greater than 2 not supported")
+    return _one_or_tuple([_gradient_along(f, ax, h, edge_order) for ax, h in zip(axes, spacings)])
+
+
+def _gradient_along(f, axis, h, edge_order):
+    n = shape_of(f)[axis]
+    if n < edge_order + 1:
+        raise ValueError("Shape of array too small to calculate a numerical gradient, at "
+                         "least (edge_order + 1) elements are required.")
+
+    def part(lo, hi):
+        return _take_range(f, axis, lo, hi)
+
+    inner_ = ew.div(ew.sub(part(2, n), part(0, n - 2)), ew.mul(2.0, h))
+    if edge_order == 1:
+        first = ew.div(ew.sub(part(1, 2), part(0, 1)), h)
+        last = ew.div(ew.sub(part(n - 1, n), part(n - 2, n - 1)), h)
+    else:
+        first = ew.add(ew.add(ew.mul(ew.div(-1.5, h), part(0, 1)), ew.mul(ew.div(2.0, h), part(1, 2))),
+                       ew.mul(ew.div(-0.5, h), part(2, 3)))
+        last = ew.add(ew.add(ew.mul(ew.div(0.5, h), part(n - 3, n - 2)),
+                             ew.mul(ew.div(-2.0, h), part(n - 2, n - 1))),
+                      ew.mul(ew.div(1.5, h), part(n - 1, n)))
+    return st.concatenate([first, inner_, last], axis)
+
+
+# ---- np.fft: the real permutations; complex transforms are out of scope -------------------
+
+def _shift_amounts(x, axes, sign):
+    shape = shape_of(x)
+    if axes is None:
+        axes = tuple(range(len(shape)))
+    if isinstance(axes, (int, np.integer)):
+        return sign * (shape[axes] // 2), axes
+    return [sign * (shape[ax] // 2) for ax in axes], tuple(axes)
+
+
+def fftshift(x, axes=None):
+    shift, axes = _shift_amounts(asvar_or_array(x), axes, 1)
+    return roll(x, shift, axes)
+
+
+def ifftshift(x, axes=None):
+    shift, axes = _shift_amounts(asvar_or_array(x), axes, -1)
+    return roll(x, shift, axes)
+
+
+def _complex_out_of_scope(name):
+    def refuse(*args, **kwargs):
+        raise NotImplementedError(f"numpy.fft.{name} has complex values, which are out of scope "
+                                  "in newtonad (real float64 derivatives only); fftshift and "
+                                  "ifftshift are supported")
+    refuse.__name__ = name
+    return refuse
+
+
+_FFT_COMPLEX = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn",
+                "ifftn", "rfftn", "irfftn", "hfft", "ihfft"]
+
+
 # ---- dispatch tables ----------------------------------------------------------------------
 
 for _name in ["add", "subtract", "multiply", "negative", "positive", "true_divide", "power",
@@ -927,3 +1479,17 @@ if hasattr(np, "concat"):
 if hasattr(np, "permute_dims"):
     _np_functions[np.permute_dims] = transpose
 FUNCTIONS.update(_np_functions)
+
+# The NumPy surface of issue 11 (sorting, order statistics, splitting, grids, fft shifts).
+FUNCTIONS.update({
+    np.cumprod: cumprod, np.sort: sort, np.argsort: argsort, np.partition: partition,
+    np.argpartition: argpartition, np.argmax: argmax, np.argmin: argmin,
+    np.take_along_axis: take_along_axis, np.median: median, np.quantile: quantile,
+    np.percentile: percentile, np.average: average, np.nansum: nansum, np.nanmean: nanmean,
+    np.split: split, np.array_split: array_split, np.hsplit: hsplit, np.vsplit: vsplit,
+    np.dsplit: dsplit, np.column_stack: column_stack, np.append: append,
+    np.atleast_3d: atleast_3d, np.flipud: flipud, np.fliplr: fliplr, np.rot90: rot90,
+    np.linspace: linspace, np.gradient: gradient, np.fft.fftshift: fftshift,
+    np.fft.ifftshift: ifftshift,
+    **{getattr(np.fft, name): _complex_out_of_scope(name) for name in _FFT_COMPLEX},
+})

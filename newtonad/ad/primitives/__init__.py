@@ -2,6 +2,7 @@
 
 from . import core, elementwise, linalg, reductions, structural  # noqa: F401
 from . import special  # noqa: F401
+from . import sorting  # noqa: F401
 from . import decompositions  # noqa: F401
 from .core import REGISTRY, Primitive, UndefPrimal, const_p
 
