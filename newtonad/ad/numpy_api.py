@@ -876,32 +876,93 @@ def _normalize_index(idx, n: int):
     """Integer index arrays: constants checked and made non-negative; traced ones wrapped."""
     if _is_var(idx):
         if idx.dtype.kind not in "iu":
-            raise IndexError(f"arrays used as indices must be integers, got {idx.dtype}")
+            raise IndexError(_ARRAY_INDEX_MESSAGE)
         return ew.select(ew.lt_p(idx, 0), ew.add(idx, n), idx)
     idx = np.asarray(idx)
-    if idx.dtype.kind not in "iu":
-        raise IndexError(f"arrays used as indices must be integers or booleans, got {idx.dtype}")
+    if idx.dtype.kind not in "iu" and not (idx.size == 0 and idx.dtype.kind == "f"):
+        raise IndexError(_ARRAY_INDEX_MESSAGE)
+    idx = idx.astype(np.int64)
     if idx.size and (idx.max() >= n or idx.min() < -n):
         raise IndexError(f"index {idx.max() if idx.max() >= n else idx.min()} is out of bounds "
                          f"for axis of size {n}")
     return np.where(idx < 0, idx + n, idx).astype(np.int64)
 
 
+_ARRAY_INDEX_MESSAGE = "arrays used as indices must be of integer (or boolean) type"
+_INDEX_MESSAGE = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
+                  "integer or boolean arrays are valid indices")
+
+
 def _is_array_index(k) -> bool:
-    return _is_var(k) or isinstance(k, (list, np.ndarray))
+    return _is_var(k) or isinstance(k, (list, tuple, np.ndarray))
+
+
+def _is_bool_index(k) -> bool:
+    """A boolean scalar or a constant boolean array (NumPy: a mask, adding or taking axes)."""
+    if isinstance(k, (bool, np.bool_)):
+        return True
+    return isinstance(k, (list, tuple, np.ndarray)) and np.asarray(k).dtype == np.bool_
+
+
+def _check_index_types(key: tuple) -> None:
+    for k in key:
+        if (k is None or k is Ellipsis or isinstance(k, (slice, bool, np.bool_))
+                or _is_array_index(k)):
+            continue
+        try:
+            operator.index(k)
+        except TypeError:
+            raise IndexError(_INDEX_MESSAGE) from None
+
+
+def _by_numpy(x, key: tuple):
+    """A constant key NumPy resolves itself: the flat positions it picks, one gather."""
+    positions = np.arange(_size(x), dtype=np.int64).reshape(shape_of(x))[key]
+    return st.gather(ravel(x), positions, 0)
+
+
+def _check_mask_shape(x, key: tuple, j: int) -> None:
+    """NumPy's IndexError when a boolean mask does not match the axes it covers."""
+    def consumed(k):
+        if k is None or k is Ellipsis:
+            return 0
+        return np.ndim(k) if _is_bool_index(k) else 1
+
+    shape = shape_of(x)
+    start = (len(shape) - builtins.sum(consumed(k) for k in key[j:])
+             if builtins.any(k is Ellipsis for k in key[:j])
+             else builtins.sum(consumed(k) for k in key[:j]))
+    mask_shape = np.shape(key[j])
+    for d, m in enumerate(mask_shape):
+        n = shape[start + d] if start + d < len(shape) else None
+        if n != m:
+            raise IndexError(f"boolean index did not match indexed array along axis "
+                             f"{start + d}; size of axis is {n} but size of corresponding "
+                             f"boolean axis is {m}")
 
 
 def getitem(x, key):
     """NumPy indexing: basic slicing, None, Ellipsis, integer and boolean arrays."""
     if not isinstance(key, tuple):
         key = (key,)
-    # Constant boolean masks become integer indices (their count is known now).
-    expanded = []
+    _check_index_types(key)
     for k in key:
         if _is_var(k) and k.dtype == np.bool_:
             raise IndexError("boolean mask indexing with a traced mask selects a value-dependent "
                              "number of elements and cannot be traced; use np.where(mask, x, 0)")
-        if isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype == np.bool_:
+    traced = builtins.any(_is_var(k) for k in key)
+    masks = builtins.any(_is_bool_index(k) for k in key)
+    advanced = builtins.any(_is_array_index(k) for k in key)
+    if not traced and (masks or (advanced and builtins.any(k is None for k in key))):
+        return _by_numpy(x, key)
+    if masks and builtins.any(isinstance(k, (bool, np.bool_)) for k in key):
+        raise NotImplementedError("a boolean scalar index together with a traced index array "
+                                  "is not supported; add the axis with np.expand_dims")
+    # Constant boolean masks beside traced indices become integer indices (known count).
+    expanded = []
+    for j, k in enumerate(key):
+        if _is_bool_index(k):
+            _check_mask_shape(x, key, j)
             expanded.extend(np.nonzero(np.asarray(k)))
         else:
             expanded.append(k)
