@@ -17,6 +17,12 @@ from .ad.numpy_api import (  # noqa: F401
     square, squeeze, stack, std, stop_gradient, subtract, sum, swapaxes, take, tan, tanh,
     tensordot, tile, trace, transpose, true_divide, var, vdot, vstack, where, zeros_like,
 )
+from .ad.numpy_api import (  # noqa: F401  (sorting, order statistics, splitting, grids)
+    append, argmax, argmin, argpartition, argsort, array_split, atleast_3d, average,
+    column_stack, cumprod, dsplit, fftshift, fliplr, flipud, gradient, hsplit, ifftshift,
+    linspace, median, nanmean, nansum, partition, percentile, quantile, rot90, sort, split,
+    take_along_axis, vsplit,
+)
 from .ad.numpy_api import getitem  # noqa: F401
 
 abs = absolute

@@ -331,12 +331,27 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
-    _no_kwargs("diff", {"prepend": prepend, "append": append})
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n!r}")
     axis = _normalize_axis(axis, _ndim(a))
+    ends = [_diff_end(v, a, axis) for v in (prepend, append)]
+    if ends[0] is not None or ends[1] is not None:
+        a = st.concatenate([v for v in (ends[0], a, ends[1]) if v is not None], axis)
     for _ in range(n):
         size = shape_of(a)[axis]
         a = ew.sub(_take_range(a, axis, 1, size), _take_range(a, axis, 0, size - 1))
     return a
+
+
+def _diff_end(value, a, axis):
+    """``prepend=`` / ``append=`` of np.diff: a scalar becomes one slice along ``axis``."""
+    if value is None:
+        return None
+    value = asvar_or_array(value)
+    if _ndim(value) == 0:
+        shape = shape_of(a)
+        value = st.broadcast_to(value, shape[:axis] + (1,) + shape[axis + 1:])
+    return value
 
 
 def _take_range(a, axis: int, start: int, stop: int | None, step: int = 1):
@@ -641,7 +656,8 @@ def _matrix_norm(x, ord, axis: tuple, keepdims: bool):
 
 # ---- shapes -------------------------------------------------------------------------------
 
-def reshape(a, newshape=None, order="C", *, shape=None):
+def reshape(a, newshape=None, order="C", *, shape=None, copy=None):
+    # copy= changes memory only; traced values are immutable, so any value is exact
     if order != "C":
         raise NotImplementedError("only order='C' reshapes are supported")
     newshape = shape if shape is not None else newshape
@@ -706,36 +722,37 @@ def broadcast_to(array, shape, subok=False):
     return st.broadcast_to(array, tuple(np.atleast_1d(shape).tolist()) if not isinstance(shape, tuple) else shape)
 
 
-def atleast_1d(a):
-    return reshape(a, (1,)) if _ndim(a) == 0 else a
+def _joined(arrays, dtype, casting):
+    """The operands of a join, converted to ``dtype`` first as NumPy does."""
+    if casting not in ("same_kind", "unsafe", "safe", None):
+        raise NotImplementedError(f"casting={casting!r} is not supported (same_kind, safe and "
+                                  "unsafe are)")
+    return [_cast(asvar_or_array(a), dtype) for a in arrays]
 
 
-def atleast_2d(a):
-    return reshape(a, (1,) + shape_of(a)) if _ndim(a) < 2 else a
-
-
-def concatenate(arrays, axis=0, out=None, **kwargs):
-    _no_kwargs("concatenate", {"out": out, **kwargs})
-    arrays = [asvar_or_array(a) for a in arrays]
+def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    _unsupported("concatenate", out=out)
+    arrays = _joined(arrays, dtype, casting)
     if axis is None:
         arrays, axis = [ravel(a) for a in arrays], 0
     return st.concatenate(arrays, _normalize_axis(axis, _ndim(arrays[0])))
 
 
-def stack(arrays, axis=0, out=None, **kwargs):
-    _no_kwargs("stack", {"out": out, **kwargs})
-    arrays = [asvar_or_array(a) for a in arrays]
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    _unsupported("stack", out=out)
+    arrays = _joined(arrays, dtype, casting)
     axis = _normalize_axis(axis, _ndim(arrays[0]) + 1)
     return st.concatenate([expand_dims(a, axis) for a in arrays], axis)
 
 
-def hstack(tup, **kwargs):
+def hstack(tup, *, dtype=None, casting="same_kind"):
     arrays = [atleast_1d(asvar_or_array(a)) for a in tup]
-    return concatenate(arrays, 0 if _ndim(arrays[0]) == 1 else 1)
+    return concatenate(arrays, 0 if _ndim(arrays[0]) == 1 else 1, dtype=dtype, casting=casting)
 
 
-def vstack(tup, **kwargs):
-    return concatenate([atleast_2d(asvar_or_array(a)) for a in tup], 0)
+def vstack(tup, *, dtype=None, casting="same_kind"):
+    return concatenate([atleast_2d(asvar_or_array(a)) for a in tup], 0, dtype=dtype,
+                       casting=casting)
 
 
 def flip(m, axis=None):
@@ -812,26 +829,38 @@ def pad(array, pad_width, mode="constant", **kwargs):
     return array
 
 
-def take(a, indices, axis=None, out=None, mode=None):
-    _no_kwargs("take", {"out": out, "mode": mode})
+def take(a, indices, axis=None, out=None, mode="raise"):
+    _unsupported("take", out=out)
     if axis is None:
         a, axis = ravel(a), 0
     axis = _normalize_axis(axis, _ndim(a))
-    return st.gather(a, _normalize_index(indices, shape_of(a)[axis]), axis)
+    n = shape_of(a)[axis]
+    if mode in ("wrap", "clip") and n:
+        if _is_var(indices):
+            raise NotImplementedError(f"np.take(mode={mode!r}) with traced indices is not "
+                                      "supported")
+        indices = np.asarray(indices)
+        indices = indices % n if mode == "wrap" else np.clip(indices, 0, n - 1)
+    elif mode != "raise":
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    return st.gather(a, _normalize_index(indices, n), axis)
 
 
-def zeros_like(a, dtype=None, **kwargs):
-    return full_like(a, 0.0, dtype)
+def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return full_like(a, 0.0, dtype, order, subok, shape, device=device)
 
 
-def ones_like(a, dtype=None, **kwargs):
-    return full_like(a, 1.0, dtype)
+def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return full_like(a, 1.0, dtype, order, subok, shape, device=device)
 
 
-def full_like(a, fill_value, dtype=None, **kwargs):
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    # order= and subok= change memory layout and subclass only, not values
+    if device not in (None, "cpu"):
+        raise ValueError(f"Device not understood. Only \"cpu\" is allowed, but received: {device}")
     dtype = np.dtype(dtype or (a.dtype if _is_var(a) else np.asarray(a).dtype))
     c = Var(np.asarray(fill_value, dtype=dtype), const=True)
-    shape = shape_of(a)
+    shape = shape_of(a) if shape is None else tuple(np.atleast_1d(shape).tolist())
     return c if shape == () else st.broadcast_to(c, shape)
 
 
@@ -843,8 +872,8 @@ def astype(x, dtype, copy=True):
     return ew.convert(x, dtype=dtype.name) if shape_of(x) is not None else x
 
 
-def copy(a, **kwargs):
-    return a
+def copy(a, order="K", subok=False):
+    return a  # traced values are immutable: a copy is the value itself
 
 
 def _contains_var(obj) -> bool:
@@ -853,18 +882,17 @@ def _contains_var(obj) -> bool:
     return isinstance(obj, (list, tuple)) and builtins.any(_contains_var(o) for o in obj)
 
 
-def array(obj, dtype=None, **kwargs):
+def array(obj, dtype=None, *, ndmin=0, **kwargs):
     """``np.array`` that also accepts (nested) lists of traced values, by stacking them.
 
     NumPy's own ``np.array([x[0], x[1]])`` cannot be intercepted, so write
     ``newtonad.numpy.array([...])`` (or ``np.stack``) when the entries are traced.
     """
-    if isinstance(obj, Var):
-        return obj if dtype is None else astype(obj, dtype)
-    if _contains_var(obj):
-        out = stack([array(o) for o in obj])
-        return out if dtype is None else astype(out, dtype)
-    return np.array(obj, dtype=dtype, **kwargs)
+    if isinstance(obj, Var) or _contains_var(obj):
+        out = obj if isinstance(obj, Var) else stack([array(o) for o in obj])
+        out = out if dtype is None else astype(out, dtype)
+        return st.reshape(out, (1,) * (ndmin - _ndim(out)) + shape_of(out))
+    return np.array(obj, dtype=dtype, ndmin=ndmin, **kwargs)
 
 
 asarray = array

@@ -48,6 +48,7 @@ def _ufunc(self: Var, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any)
                                   "cannot be traced; use the returned value")
     kwargs.pop("out", None)
     if method == "reduce" and ufunc.__name__ in npa.UFUNC_REDUCE:
+        kwargs.setdefault("axis", 0)  # ufunc.reduce reduces the first axis by default
         return npa.UFUNC_REDUCE[ufunc.__name__](*inputs, **kwargs)
     name = _qualified_name(ufunc)
     if method != "__call__" or ufunc.__name__ not in UFUNCS:
@@ -74,6 +75,23 @@ def _setitem(self: Var, key: Any, value: Any) -> None:
     raise TypeError("newtonad arrays cannot be assigned into (x[i] = v) while tracing: build "
                     "the result instead, e.g. np.where(mask, v, x), np.concatenate of pieces, "
                     "or np.pad")
+
+
+def _method(fn):
+    """``x.name(*args)`` as ``np.name(x, *args)``: NumPy's method signatures match."""
+    return lambda self, *args, **kwargs: fn(self, *args, **kwargs)
+
+
+def _in_place(name: str):
+    def refuse(self, *args, **kwargs):
+        raise TypeError(f"x.{name}() {name}s in place, which cannot be traced; use "
+                        f"y = np.{name}(x, ...) instead")
+    return refuse
+
+
+def _nonzero(self):
+    raise TypeError("x.nonzero() returns indices whose number depends on the values; it cannot "
+                    "be traced. Use np.where(condition, a, b) or a constant mask")
 
 
 def _binary(fn, reflected: bool = False):
@@ -108,14 +126,14 @@ def install() -> None:
     Var.__array_function__ = _function
     Var.T = property(lambda self: npa.transpose(self))
     Var.mT = property(lambda self: npa.swapaxes(self, -1, -2))
-    Var.sum = lambda self, axis=None, keepdims=False, **kw: npa.sum(self, axis, keepdims=keepdims, **kw)
-    Var.mean = lambda self, axis=None, keepdims=False, **kw: npa.mean(self, axis, keepdims=keepdims, **kw)
-    Var.prod = lambda self, axis=None, keepdims=False, **kw: npa.prod(self, axis, keepdims=keepdims, **kw)
-    Var.max = lambda self, axis=None, keepdims=False, **kw: npa.max(self, axis, keepdims=keepdims, **kw)
-    Var.min = lambda self, axis=None, keepdims=False, **kw: npa.min(self, axis, keepdims=keepdims, **kw)
-    Var.var = lambda self, axis=None, ddof=0, keepdims=False: npa.var(self, axis, ddof=ddof, keepdims=keepdims)
-    Var.std = lambda self, axis=None, ddof=0, keepdims=False: npa.std(self, axis, ddof=ddof, keepdims=keepdims)
-    Var.cumsum = lambda self, axis=None: npa.cumsum(self, axis)
+    # Methods whose parameters come in the order of their np.* function: forwarded whole.
+    for name in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod",
+                 "argsort", "argmax", "argmin", "argpartition"):
+        setattr(Var, name, _method(getattr(npa, name)))
+    Var.round = _method(numpy_special.around)
+    Var.sort = _in_place("sort")
+    Var.partition = _in_place("partition")
+    Var.nonzero = _nonzero
     Var.dot = lambda self, other: npa.dot(self, other)
     Var.reshape = lambda self, *shape, order="C": npa.reshape(
         self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape, order)
