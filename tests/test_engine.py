@@ -147,6 +147,29 @@ def elementwise_program():
         b.op(name, z, x, out=True)
     for name in ("sign", "abs", "exp", "log", "sqrt", "floor"):
         b.op(name, z, out=True)
+    # special functions (newtonad.ad.primitives.special) that numba lowers
+    special_any = ("erf", "erfc", "gammaln", "expit", "log_expit", "arcsinh", "cbrt", "rint",
+                   "trunc", "entr")
+    for name in special_any:
+        b.op(name, x, out=True)
+        b.op(name, z, out=True)
+    for name in ("logit", "arctanh", "entr"):
+        b.op(name, u, out=True)
+    b.op("logit", b.op("mul", u, b.const(0.3)), out=True)  # below 1/4: the other branch
+    b.op("logit", z, out=True)
+    b.op("arccosh", b.op("add", u, b.const(1.0)), out=True)
+    b.op("expit", b.op("mul", x, b.const(400.0)), out=True)  # no overflow either side
+    b.op("log_expit", b.op("mul", x, b.const(400.0)), out=True)
+    for name in ("xlogy", "xlog1py"):
+        b.op(name, x, u, out=True)
+        b.op(name, z, u, out=True)
+        b.op(name, s, z, out=True)
+    for name in ("hypot", "remainder", "fmod", "floor_divide"):
+        b.op(name, x, row, out=True)
+        b.op(name, col, x, out=True)
+        b.op(name, z, x, out=True)
+        b.op(name, x, z, out=True)
+    b.op("hypot", b.op("mul", x, b.const(1e200)), row, out=True)  # scaled: no overflow
     # frames: a primal broadcast against the trailing column axis
     lifted = b.op("reshape", x, shape=(4, 3, 1))
     prod = b.op("mul", frame, lifted, out=True)

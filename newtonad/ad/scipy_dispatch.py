@@ -48,7 +48,8 @@ from typing import Any, Callable
 
 _WATCHED = ("scipy.special", "scipy.stats", "scipy.linalg")
 _installed: set[str] = set()          # modules whose functions are wrapped
-_registry_cache: dict[str, dict[str, Callable]] | None = None
+_finding: set[str] = set()            # imports this hook is resolving (other hooks call back)
+_table_size = [-1]                    # size of the routed tables when last installed
 # code object of a wrapped original -> (public name, class of the instance or None)
 _ORIGINAL_CODE: dict[Any, list[tuple[str, type | None]]] = {}
 
@@ -66,20 +67,23 @@ def routed() -> dict[str, dict[str, Callable]]:
     Attribute paths are ``logsumexp`` for a module function and ``norm.logpdf`` for a
     method of a distribution instance.
     """
-    global _registry_cache
-    if _registry_cache is None:
-        from . import numpy_special, var_ops
+    from . import numpy_special, var_ops
 
-        table: dict[str, dict[str, Callable]] = {}
-        for name, impl in numpy_special.SCIPY_FUNCTIONS.items():
-            parts = name.split(".")
-            table.setdefault(".".join(parts[:2]), {})[".".join(parts[2:])] = impl
-        for fn, impl in var_ops.FUNCTIONS.items():
-            module = getattr(fn, "__module__", None) or ""
-            if module.startswith("scipy.") and hasattr(fn, "__name__"):
-                table.setdefault(_public_module(module), {}).setdefault(fn.__name__, impl)
-        _registry_cache = table
-    return _registry_cache
+    table: dict[str, dict[str, Callable]] = {}
+    for name, impl in numpy_special.SCIPY_FUNCTIONS.items():
+        parts = name.split(".")
+        table.setdefault(".".join(parts[:2]), {})[".".join(parts[2:])] = impl
+    for fn, impl in list(var_ops.FUNCTIONS.items()):
+        module = getattr(fn, "__module__", None) or ""
+        if module.startswith("scipy.") and hasattr(fn, "__name__"):
+            table.setdefault(_public_module(module), {}).setdefault(fn.__name__, impl)
+    return table
+
+
+def _tables_size() -> int:
+    from . import numpy_special, var_ops
+
+    return len(var_ops.FUNCTIONS) + len(numpy_special.SCIPY_FUNCTIONS)
 
 
 # ---- the wrappers ----------------------------------------------------------------------------
@@ -151,11 +155,16 @@ def _wrap_module(module: Any, entries: dict[str, Callable]) -> None:
 def install_pending() -> None:
     """Wrap the routed functions of every watched SciPy module imported by now.
 
-    Cheap when there is nothing to do (one set lookup per watched module), so it runs
-    at the start of every trace.
+    Cheap when there is nothing to do (a set lookup per watched module and the size
+    of the tables), so it runs at the start of every trace. Functions registered later
+    (``numpy_linalg`` adds ``scipy.linalg``'s when that is imported) change the size of
+    the tables, and are wrapped then.
     """
-    if len(_installed) == len(_WATCHED):
+    if len(_installed) == len(_WATCHED) and _table_size[0] == _tables_size():
         return
+    if _table_size[0] != _tables_size():
+        _table_size[0] = _tables_size()
+        _installed.clear()  # wrapping again skips what is wrapped already
     for name in _WATCHED:
         module = sys.modules.get(name)
         if name in _installed or module is None:
@@ -192,17 +201,20 @@ class _ScipyImportHook:
     """Finds nothing itself; hands the watched SciPy modules a wrapping loader."""
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname not in _WATCHED or fullname in _installed:
+        if fullname not in _WATCHED or fullname in _finding or fullname in sys.modules:
             return None
-        after = sys.meta_path[sys.meta_path.index(self) + 1:] if self in sys.meta_path else []
-        for finder in after:
-            find = getattr(finder, "find_spec", None)
-            spec = find(fullname, path, target) if find is not None else None
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _WrapAfterExec(spec.loader)
-                return spec
-        return None
+        _finding.add(fullname)  # a finder after this one may ask every finder again
+        try:
+            for finder in [f for f in sys.meta_path if f is not self]:
+                find = getattr(finder, "find_spec", None)
+                spec = find(fullname, path, target) if find is not None else None
+                if spec is not None:
+                    if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                        spec.loader = _WrapAfterExec(spec.loader)
+                    return spec
+            return None
+        finally:
+            _finding.discard(fullname)
 
 
 def install() -> None:

@@ -174,6 +174,7 @@ class Generator:
             "",
             *("    " + line for line in str(p).splitlines()),
             '"""',
+            "import math",  # math.erf, math.lgamma: special functions numba compiles
             "import numpy as np",
             "from numba import njit, prange" if self.parallel else "from numba import njit",
             "",

@@ -59,6 +59,56 @@ def _round(fn: str) -> Callable[..., str]:
     return lambda a, dt, out, kw: f"np.{fn}({a[0]})" if dt[0] == "float64" else a[0]
 
 
+def _math(fn: str) -> Callable[..., str]:
+    return lambda a, dt, out, kw: f"math.{fn}({as_float(a[0], dt[0])})"
+
+
+def _np_float(fn: str) -> Callable[..., str]:
+    return lambda a, dt, out, kw: f"np.{fn}({', '.join(as_float(x, d) for x, d in zip(a, dt))})"
+
+
+# Special functions as SciPy evaluates them (numpy_only primitives have no entry).
+_SPECIAL = {
+    "erf": _math("erf"),
+    "erfc": _math("erfc"),
+    # lgamma(-inf) is +inf in C, SciPy's gammaln(-inf) is -inf
+    "gammaln": lambda a, dt, out, kw: (
+        f"(-np.inf if {a[0]} == -np.inf else math.lgamma({as_float(a[0], dt[0])}))"),
+    # logit(x) = 2 artanh(2x - 1): 2x - 1 is exact for x >= 1/4 (no cancellation near 1/2)
+    "logit": lambda a, dt, out, kw: (
+        f"(np.log({a[0]}) - np.log1p(-{a[0]}) if {a[0]} < 0.25 "
+        f"else 2.0 * np.arctanh(2.0 * {a[0]} - 1.0))"),
+    # exp of a non-positive number only: no overflow either way
+    "expit": lambda a, dt, out, kw: (
+        f"(1.0 / (1.0 + np.exp(-{a[0]})) if {a[0]} >= 0.0 "
+        f"else np.exp({a[0]}) / (1.0 + np.exp({a[0]})))"),
+    "log_expit": lambda a, dt, out, kw: (
+        f"(-np.log1p(np.exp(-{a[0]})) if {a[0]} >= 0.0 "
+        f"else {a[0]} - np.log1p(np.exp({a[0]})))"),
+    "entr": lambda a, dt, out, kw: (
+        f"(-{a[0]} * np.log({a[0]}) if {a[0]} > 0.0 else (0.0 if {a[0]} == 0.0 "
+        f"else ({a[0]} if {a[0]} != {a[0]} else -np.inf)))"),
+    # 0 where x == 0, unless y is NaN
+    "xlogy": lambda a, dt, out, kw: (
+        f"(0.0 if ({a[0]} == 0 and {a[1]} == {a[1]}) else {a[0]} * np.log({a[1]}))"),
+    "xlog1py": lambda a, dt, out, kw: (
+        f"(0.0 if ({a[0]} == 0 and {a[1]} == {a[1]}) else {a[0]} * np.log1p({a[1]}))"),
+    "hypot": _np_float("hypot"),
+    "arcsinh": _np_float("arcsinh"),
+    "arccosh": _np_float("arccosh"),
+    "arctanh": _np_float("arctanh"),
+    "cbrt": _np_float("cbrt"),
+    "rint": _np_float("rint"),
+    "trunc": _round("trunc"),
+    "remainder": lambda a, dt, out, kw: f"np.remainder({a[0]}, {a[1]})",
+    "fmod": lambda a, dt, out, kw: f"np.fmod({a[0]}, {a[1]})",
+    # NumPy: an infinite numerator gives NaN (numba's floor gives inf)
+    "floor_divide": lambda a, dt, out, kw: (
+        f"np.floor_divide({a[0]}, {a[1]})" if out != "float64" else
+        f"(np.floor_divide({a[0]}, {a[1]}) if abs({a[0]}) != np.inf else np.nan)"),
+}
+
+
 def _convert(a, dt, out, kw) -> str:
     target = kw["dtype"]
     if target == dt[0]:
@@ -102,6 +152,7 @@ EXPRESSIONS: dict[str, Callable[[list[str], list[str], str, dict], str]] = {
     "logical_or": lambda a, dt, out, kw: f"(({a[0]} != 0) or ({a[1]} != 0))",
     "select": lambda a, dt, out, kw: f"({a[1]} if {a[0]} else {a[2]})",
     "convert": _convert,
+    **_SPECIAL,
 }
 
 # Index-only steps and identities: no statement, the operand's source is reused.

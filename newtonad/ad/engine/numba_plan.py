@@ -62,7 +62,8 @@ ZERO: Dim = (None, 0, 0)
 ELEMENTWISE = frozenset("""neg exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh
     cosh tanh square reciprocal abs sign floor ceil stop_gradient logical_not integer_pow add
     sub mul div pow maximum minimum arctan2 lt le gt ge eq ne logical_and logical_or select
-    convert""".split())
+    convert erf erfc gammaln logit expit log_expit entr xlogy xlog1py hypot arcsinh arccosh
+    arctanh cbrt rint trunc remainder fmod floor_divide""".split())
 INDEXING = frozenset({"broadcast_to", "slice", "transpose"})
 REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod"})
 OPAQUE = frozenset({"einsum", "gather", "scatter_add", "cumsum", "concatenate"})
