@@ -40,6 +40,7 @@ from __future__ import annotations
 import importlib.abc
 import operator
 import sys
+import warnings
 from collections import namedtuple
 from typing import Any, Callable
 
@@ -97,7 +98,7 @@ def _solve_operands(a: Any, b: Any, what: str) -> tuple[Any, Any, bool]:
 def _reject(function: str, **given: tuple[Any, Any]) -> None:
     """NotImplementedError for each parameter given a value other than its supported one."""
     for name, (value, supported) in given.items():
-        if value is not supported and value != supported:
+        if value is not supported and not (np.ndim(value) == 0 and value == supported):
             raise NotImplementedError(f"newtonad's {function} does not support {name}={value!r} "
                                       f"(only {name}={supported!r})")
 
@@ -359,6 +360,10 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     na, nb = shape_of(a)[-1], shape_of(b)[-1]
     if na not in (2, 3) or nb not in (2, 3):
         raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
+    if na == 2 or nb == 2:  # as NumPy 2 warns
+        warnings.warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of "
+                      "3-dimensional vectors instead. (deprecated in NumPy 2.0)",
+                      DeprecationWarning, stacklevel=2)
 
     def part(x, n, i):
         return npa.getitem(x, (Ellipsis, i)) if i < n else None
