@@ -7,13 +7,18 @@ objective's ``fun`` and — as far as that method accepts them — ``jac``,
 and ``constraints`` go to scipy; constraint functions written in plain numpy
 without a ``jac`` get Jacobians from the AD core (reverse frames), and for
 trust-constr the Hessian of ``v @ c(x)`` as a forward-over-reverse product, through
-the hook :func:`_constraint_derivatives`. An ``x0`` of any shape is flattened
-for scipy and the result reshaped back.
+the hook :func:`_constraint_derivatives` — only for the methods that use them
+(SLSQP and trust-constr take Jacobians, only trust-constr a Hessian). A
+constraint that cannot be traced (``float(x[0])``, a value-dependent ``if``)
+keeps working as in scipy: its Jacobian is left to scipy's finite
+differences, with a :class:`ConstraintFallbackWarning` saying why. An ``x0``
+of any shape is flattened for scipy and the result reshaped back.
 """
 
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -21,7 +26,8 @@ from scipy.optimize import (Bounds, LinearConstraint, NonlinearConstraint, Optim
                             minimize as scipy_minimize)
 from scipy.sparse.linalg import LinearOperator
 
-__all__ = ["minimize_with_scipy", "SCIPY_METHODS", "_constraint_derivatives"]
+__all__ = ["minimize_with_scipy", "SCIPY_METHODS", "ConstraintFallbackWarning",
+           "_constraint_derivatives"]
 
 #: scipy.optimize.minimize's methods (scipy 1.10 – 1.17)
 SCIPY_METHODS = ("nelder-mead", "powell", "cg", "bfgs", "newton-cg", "l-bfgs-b", "tnc",
@@ -32,6 +38,9 @@ SCIPY_METHODS = ("nelder-mead", "powell", "cg", "bfgs", "newton-cg", "l-bfgs-b",
 _NO_JAC = frozenset({"nelder-mead", "powell", "cobyla", "cobyqa"})
 _HESSP = frozenset({"newton-cg", "trust-ncg", "trust-constr", "trust-krylov"})
 _HESS = frozenset({"dogleg", "trust-exact"})
+# which use constraint Jacobians, and the Hessian of the constraints' Lagrangian term
+_CONSTRAINT_JAC = frozenset({"slsqp", "trust-constr", "_custom"})
+_CONSTRAINT_HESS = frozenset({"trust-constr", "_custom"})
 
 
 def _constraint_derivatives(constraint: Callable, args: tuple = ()
@@ -94,58 +103,122 @@ class _Flat:
         return lambda x: np.asarray(fn(self.x(x), *args), dtype=np.float64).reshape(-1, self.n)
 
 
-def _nonlinear(fun: Callable, lb: Any, ub: Any, args: tuple, flat: _Flat, jac: Any = None,
-               hess: Any = None, template: Optional[NonlinearConstraint] = None
-               ) -> NonlinearConstraint:
-    """A NonlinearConstraint on flat x, derivatives from AD where not given."""
-    flat_fun = flat.fun(fun, *args)
-    if callable(jac):
-        flat_jac = flat.rows(jac, *args)
-    else:
-        ad_jac, ad_hvp = _constraint_derivatives(fun, args)
-        flat_jac = flat.rows(ad_jac)
-        if not callable(hess):
-            n = flat.n
+class ConstraintFallbackWarning(UserWarning):
+    """A constraint could not be traced; scipy's finite differences give its Jacobian."""
 
-            def hess(x: np.ndarray, v: np.ndarray) -> LinearOperator:
-                xs = flat.x(x)
-                return LinearOperator((n, n), dtype=np.float64, matvec=lambda p: np.asarray(
-                    ad_hvp(xs, v, flat.x(np.ravel(p)))).reshape(-1))
-    extra = {}
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+
+
+def _ad_derivatives(fun: Callable, args: tuple, flat: _Flat, x0: np.ndarray, label: str,
+                    with_hess: bool, stacklevel: int) -> Optional[tuple[Callable, Any]]:
+    """AD derivatives of a constraint on flat vectors, or ``None`` if it cannot be traced.
+
+    Constraints written for scipy's finite differences may use ``float(x[0])``,
+    a value-dependent ``if`` or other code that evaluates but cannot be traced.
+    The constraint is evaluated at ``x0`` first, so that its own errors propagate
+    unchanged; then its Jacobian (and, ``with_hess``, one Lagrangian Hessian
+    product) is taken at ``x0``. If that fails, a
+    :class:`ConstraintFallbackWarning` says why and ``None`` tells the caller
+    to leave this constraint's derivatives to scipy's finite differences.
+
+    Returns
+    -------
+    (jac, hess) or None
+        ``jac(x) -> (m, n)`` rows and ``hess(x, v) -> LinearOperator`` (``None``
+        without ``with_hess``) on flat vectors.
+    """
+    xs = flat.x(x0)
+    c0 = fun(xs, *args)
+    ad_jac, ad_hvp = _constraint_derivatives(fun, args)
+    try:
+        ad_jac(xs)
+        if with_hess and ad_hvp is not None:
+            ad_hvp(xs, np.ones(np.size(c0)), np.zeros_like(xs))
+    except Exception as exc:  # whatever tracing raised: the constraint itself evaluates
+        warnings.warn(f"{label} cannot be traced by newtonad ({_first_line(exc)}); scipy "
+                      "estimates its Jacobian by finite differences instead. For exact "
+                      "derivatives write it with traceable NumPy (np.where for a branch, "
+                      "np.stack for arrays built from parts, no float()).",
+                      ConstraintFallbackWarning, stacklevel=stacklevel + 1)
+        return None
+    hess = None
+    if with_hess and ad_hvp is not None:
+        n = flat.n
+
+        def hess(x: np.ndarray, v: np.ndarray) -> LinearOperator:
+            xv = flat.x(x)
+            return LinearOperator((n, n), dtype=np.float64, matvec=lambda p: np.asarray(
+                ad_hvp(xv, v, flat.x(np.ravel(p)))).reshape(-1))
+    return flat.rows(ad_jac), hess
+
+
+def _nonlinear(fun: Callable, lb: Any, ub: Any, args: tuple, flat: _Flat, meth: str,
+               x0: np.ndarray, label: str, jac: Any = None, hess: Any = None,
+               template: Optional[NonlinearConstraint] = None) -> NonlinearConstraint:
+    """A NonlinearConstraint on flat x, derivatives from AD where ``meth`` uses them.
+
+    The Jacobian comes from AD unless given as a callable (or ``meth`` never
+    uses one); the Hessian of the Lagrangian term only for methods that use it
+    (trust-constr): SLSQP warns that any ``hess`` but scipy's default is
+    ignored. A constraint that cannot be traced gets ``jac='2-point'`` and the
+    ``hess`` it came with, scipy's default quasi-Newton ``BFGS()`` unless the
+    user chose otherwise (see :func:`_ad_derivatives`).
+    """
+    kwargs: dict[str, Any] = {}
     if template is not None:
-        extra = {"keep_feasible": template.keep_feasible,
-                 "finite_diff_rel_step": template.finite_diff_rel_step,
-                 "finite_diff_jac_sparsity": template.finite_diff_jac_sparsity}
-    kwargs = {"jac": flat_jac, **extra}
-    if hess is not None:
+        kwargs = {"keep_feasible": template.keep_feasible,
+                  "finite_diff_rel_step": template.finite_diff_rel_step,
+                  "finite_diff_jac_sparsity": template.finite_diff_jac_sparsity}
+    if callable(jac):
+        kwargs["jac"] = flat.rows(jac, *args)
+    elif meth in _CONSTRAINT_JAC:
+        with_hess = meth in _CONSTRAINT_HESS and not callable(hess)
+        derived = _ad_derivatives(fun, args, flat, x0, label, with_hess, stacklevel=5)
+        kwargs["jac"] = "2-point" if derived is None else derived[0]
+        if derived is not None and derived[1] is not None:
+            hess = derived[1]
+    elif jac is not None:
+        kwargs["jac"] = jac
+    if hess is not None:  # else scipy's default, the quasi-Newton BFGS()
         kwargs["hess"] = hess
-    return NonlinearConstraint(flat_fun, lb, ub, **kwargs)
+    return NonlinearConstraint(flat.fun(fun, *args), lb, ub, **kwargs)
 
 
-def _prepare_constraints(constraints: Any, meth: str, flat: _Flat) -> list:
+def _prepare_constraints(constraints: Any, meth: str, flat: _Flat, x0: np.ndarray) -> list:
     if constraints is None:
         return []
     if isinstance(constraints, (dict, NonlinearConstraint, LinearConstraint)):
         constraints = [constraints]
     out = []
-    for con in constraints:
+    for i, con in enumerate(constraints):
         if isinstance(con, LinearConstraint):
             out.append(con)
         elif isinstance(con, NonlinearConstraint):
-            out.append(_nonlinear(con.fun, con.lb, con.ub, (), flat, con.jac, con.hess, con))
+            label = f"constraint {i} ({getattr(con.fun, '__name__', type(con.fun).__name__)})"
+            out.append(_nonlinear(con.fun, con.lb, con.ub, (), flat, meth, x0, label, con.jac,
+                                  con.hess, con))
         elif isinstance(con, dict):
             args = tuple(con.get("args", ()))
+            label = (f"constraint {i} "
+                     f"({getattr(con['fun'], '__name__', type(con['fun']).__name__)})")
             if meth == "trust-constr":
                 ub = 0.0 if con["type"] == "eq" else np.inf
-                out.append(_nonlinear(con["fun"], 0.0, ub, args, flat, con.get("jac")))
+                out.append(_nonlinear(con["fun"], 0.0, ub, args, flat, meth, x0, label,
+                                      con.get("jac")))
                 continue
             new = dict(con)
             new["args"] = ()
             new["fun"] = flat.fun(con["fun"], *args)
             if callable(con.get("jac")):
                 new["jac"] = flat.rows(con["jac"], *args)
-            elif meth in ("slsqp",):  # the derivative-free methods ignore jac
-                new["jac"] = flat.rows(_constraint_derivatives(con["fun"], args)[0])
+            elif meth in _CONSTRAINT_JAC:  # the derivative-free methods ignore jac
+                derived = _ad_derivatives(con["fun"], args, flat, x0, label, False,
+                                          stacklevel=4)
+                if derived is not None:
+                    new["jac"] = derived[0]
             out.append(new)
         else:
             raise TypeError(f"constraints must be dicts, NonlinearConstraint or "
@@ -220,7 +293,7 @@ def minimize_with_scipy(objective: Any, x0: np.ndarray, method: Any, *, tol: Opt
         kwargs["hess"] = lambda x: np.reshape(hess(flat.x(x)), (flat.n, flat.n))
     if bounds is not None:
         kwargs["bounds"] = _prepare_bounds(bounds, flat)
-    cons = _prepare_constraints(constraints, meth, flat)
+    cons = _prepare_constraints(constraints, meth, flat, x0.ravel())
     if cons:
         kwargs["constraints"] = cons
     res = scipy_minimize(flat.fun(objective.fun), x0.ravel(), method=method, tol=tol,
