@@ -158,10 +158,20 @@ def where(condition, x=None, y=None):
     return ew.select(condition, x, y)
 
 
-def clip(a, a_min=None, a_max=None, **kwargs):
-    _no_kwargs("clip", kwargs, {"min": None, "max": None})
-    a_min = kwargs.get("min", a_min)
-    a_max = kwargs.get("max", a_max)
+_UNSET = object()
+
+
+def clip(a, a_min=_UNSET, a_max=_UNSET, out=None, *, min=_UNSET, max=_UNSET, **kwargs):
+    """NumPy 2's ``clip``: bounds as ``a_min, a_max`` (both) or as ``min=`` / ``max=``."""
+    _unsupported("clip", out=out, **kwargs)
+    if a_min is _UNSET and a_max is _UNSET:
+        a_min, a_max = (None if min is _UNSET else min), (None if max is _UNSET else max)
+    elif a_min is _UNSET or a_max is _UNSET:
+        missing = "a_min" if a_min is _UNSET else "a_max"
+        raise TypeError(f"clip() missing 1 required positional argument: '{missing}'")
+    elif min is not _UNSET or max is not _UNSET:
+        raise ValueError("Passing `min` or `max` keyword argument when `a_min` and `a_max` are "
+                         "provided is forbidden.")
     if a_min is not None:
         a = maximum(a, a_min)
     if a_max is not None:
