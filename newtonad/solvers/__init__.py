@@ -1,10 +1,13 @@
 """Newton solvers: newton-cg, trust-ncg, trust-krylov, trust-exact and the scipy bridge.
 
-Only :func:`minimize` is public here. The solvers see an objective through the
+Only :func:`minimize` and :class:`ConstraintFallbackWarning` (issued when a
+constraint cannot be traced and scipy's finite differences take over) are
+public here. The solvers see an objective through the
 protocol of ``newtonad.objective.Objective`` and never import the AD core at
 module import time.
 """
 
 from .minimize import minimize
+from .scipy_bridge import ConstraintFallbackWarning
 
-__all__ = ["minimize"]
+__all__ = ["minimize", "ConstraintFallbackWarning"]

@@ -126,8 +126,11 @@ def minimize(f: Any, x0: Any, args: Union[tuple, Any] = (), method: Union[str, C
         raising ``StopIteration`` ends the run with status 99.
     bounds, constraints : optional
         Passed to scipy (L-BFGS-B, TNC, SLSQP, trust-constr, ...); constraint
-        functions without a ``jac`` get AD Jacobians. Native methods are
-        unconstrained and ignore them with a ``RuntimeWarning``, as scipy does.
+        functions without a ``jac`` get AD Jacobians (and, for trust-constr,
+        AD Hessians). A constraint that cannot be traced (``float(x[0])``, a
+        value-dependent ``if``) gets scipy's finite differences instead, with a
+        :class:`~newtonad.solvers.ConstraintFallbackWarning`. Native methods
+        are unconstrained and ignore them with a ``RuntimeWarning``, as scipy does.
 
     Returns
     -------
@@ -135,7 +138,13 @@ def minimize(f: Any, x0: Any, args: Union[tuple, Any] = (), method: Union[str, C
         ``x``, ``fun``, ``jac``, ``nit``, ``nfev``, ``njev``, ``nhev``, ``status``,
         ``success``, ``message`` (native methods also ``ncg``, the total of inner
         iterations, and ``time``). ``x`` is the best point found, whatever
-        stopped the run. Exceptions raised by ``f`` propagate unchanged.
+        stopped the run, and always finite; ``fun`` is the value there. Native
+        methods end within ``maxiter`` and ``max_time`` whatever ``f`` returns:
+        trial points where ``f`` or its gradient is nan or inf are rejected,
+        a Hessian with nan or inf in it gives a steepest-descent step, and a
+        run that does not succeed says in ``message`` how many such values it
+        met. A gradient exactly zero is success, even with ``gtol=0``.
+        Exceptions raised by ``f`` propagate unchanged.
 
     Raises
     ------
