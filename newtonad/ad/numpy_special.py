@@ -41,6 +41,8 @@ def _is_var(x: Any) -> bool:
 
 def _float(x: Any) -> Any:
     """Ints and bools as float64 (a Var stays traced, anything else becomes an array)."""
+    if isinstance(x, (list, tuple)):
+        x = npa.array(x)  # traced entries are stacked
     if _is_var(x):
         return ew.convert(x, dtype="float64") if x.dtype.kind != "f" else x
     return np.asarray(x, dtype=np.float64)
@@ -102,9 +104,11 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
         peak = a
     m = npa.stop_gradient(npa.max(peak, axis, keepdims=True))
     m = npa.where(_isfinite(m), m, 0.0)
-    e = npa.exp(ew.sub(a, m))
-    if b is not None:
-        e = npa.where(nonzero, ew.mul(e, b), 0.0)
+    shifted = ew.sub(a, m)
+    if b is not None:  # entries with b == 0 contribute exp(-inf) = 0, even where a = inf
+        e = ew.mul(npa.exp(npa.where(nonzero, shifted, -np.inf)), b)
+    else:
+        e = npa.exp(shifted)
     s = npa.sum(e, axis, keepdims=True)
     if return_sign:
         sign = ew.sign(s)

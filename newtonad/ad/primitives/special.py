@@ -25,8 +25,9 @@ import numpy as np
 
 from ..program import Slot
 from .core import Primitive
-from .elementwise import (add, add_any, broadcast_shape, div, eq, exp, float_shape, log, log1p_p,
-                          mul, neg, reciprocal, scale, select, sign, sqrt, square, sub)
+from .elementwise import (add, add_any, broadcast_shape, div, eq, exp, float_shape, gt, log,
+                          log1p_p, mul, neg, reciprocal, scale, select, sign, sqrt, square,
+                          sub)
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
@@ -73,13 +74,42 @@ erfc_p = _unary("erfc", _scipy("erfc"),
                 lambda x, y: mul(-_TWO_OVER_SQRT_PI, exp(neg(square(x)))))
 erfinv_p = _unary("erfinv", _scipy("erfinv"),
                   lambda x, y: mul(_SQRT_PI_OVER_TWO, exp(square(y))), numpy_only=True)
-# erfcx(x) = exp(x^2) erfc(x); d/dx = 2 x erfcx(x) - 2/sqrt(pi)
-erfcx_p = _unary("erfcx", _scipy("erfcx"),
-                 lambda x, y: sub(mul(mul(2.0, x), y), _TWO_OVER_SQRT_PI), numpy_only=True)
-# d/dx log ndtr(x) = pdf(x) / ndtr(x) = sqrt(2/pi) / erfcx(-x / sqrt(2)), stable both ways
-log_ndtr_p = _unary("log_ndtr", _scipy("log_ndtr"),
-                    lambda x, y: div(_SQRT_TWO_OVER_PI, erfcx(mul(x, -_SQRT_HALF))),
-                    numpy_only=True)
+_ERFCX_SERIES_ABOVE = 50.0
+
+
+def _erfcx_deriv(x: Any, y: Any) -> Any:
+    """d/dx erfcx(x) = 2 x erfcx(x) - 2/sqrt(pi).
+
+    For large x the two terms cancel (the result is about -1/(sqrt(pi) x^2)): above 50
+    the asymptotic series is used instead, its six terms exact to rounding there.
+    """
+    direct = sub(mul(mul(2.0, x), y), _TWO_OVER_SQRT_PI)
+    large = gt(x, _ERFCX_SERIES_ABOVE)
+    u = reciprocal(square(select(large, x, _ERFCX_SERIES_ABOVE)))  # 1 / x^2
+    series = 0.0
+    for c in (-10395.0 / 32.0, 945.0 / 16.0, -105.0 / 8.0, 15.0 / 4.0, -3.0 / 2.0, 1.0):
+        series = add(c, mul(u, series))  # Horner in 1/x^2
+    asymptotic = mul(mul(-1.0 / math.sqrt(math.pi), u), series)
+    return select(large, asymptotic, direct)
+
+
+erfcx_p = _unary("erfcx", _scipy("erfcx"), _erfcx_deriv, numpy_only=True)
+def _log_ndtr_deriv(x: Any, y: Any) -> Any:
+    """d/dx log ndtr(x) = pdf(x) / ndtr(x), the inverse Mills ratio.
+
+    For x <= 0 it is ``sqrt(2/pi) / erfcx(-x / sqrt(2))`` (finite at x = -1e5, where pdf
+    and ndtr underflow); for x > 0 the quotient itself (erfcx(-x/sqrt(2)) overflows at
+    x = 40 and its derivative with it). Each branch sees only its own side's x.
+    """
+    right = gt(x, 0.0)
+    xl, xr = select(right, 0.0, x), select(right, x, 0.0)
+    left_side = div(_SQRT_TWO_OVER_PI, erfcx(mul(xl, -_SQRT_HALF)))
+    pdf = mul(1.0 / math.sqrt(2.0 * math.pi), exp(mul(-0.5, square(xr))))
+    right_side = div(pdf, mul(0.5, erfc(mul(xr, -_SQRT_HALF))))
+    return select(right, right_side, left_side)
+
+
+log_ndtr_p = _unary("log_ndtr", _scipy("log_ndtr"), _log_ndtr_deriv, numpy_only=True)
 
 
 # ---- gamma function family --------------------------------------------------------------
