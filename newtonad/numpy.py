@@ -24,9 +24,20 @@ from .ad.numpy_api import (  # noqa: F401  (sorting, order statistics, splitting
     take_along_axis, vsplit,
 )
 from .ad.numpy_api import getitem  # noqa: F401
+from .ad.numpy_special import (  # noqa: F401  (elementwise functions built on primitives)
+    around, deg2rad, fix, logaddexp2, nan_to_num, rad2deg, sinc,
+)
+from .ad.numpy_special import divmod_ as divmod  # noqa: F401
+from .ad.primitives.special import (  # noqa: F401
+    arccosh, arcsinh, arctanh, cbrt, floor_divide, fmod, remainder, rint, trunc,
+)
 
 abs = absolute
 divide = true_divide
 amax = max
 amin = min
 concat = concatenate
+round = around
+radians = deg2rad
+degrees = rad2deg
+mod = remainder

@@ -140,7 +140,26 @@ def _indefinite_bound(a: np.ndarray, u: np.ndarray, k: int) -> float:
 
 
 def eigen_trs(h: np.ndarray, g: np.ndarray, radius: float) -> DenseTRS:
-    """Fallback: the exact solution from an eigendecomposition (hard case included)."""
+    """The trust-region subproblem solved through an eigendecomposition of ``h``.
+
+    The fallback of :func:`solve_dense_trs` (and of the tridiagonal solver):
+    exact, the hard case included, at the cost of one ``eigh`` and a bisection
+    on the monotone ``‖p(λ)‖``.
+
+    Parameters
+    ----------
+    h : ndarray, shape (n, n)
+        Finite symmetric matrix.
+    g : ndarray, shape (n,)
+        Linear term.
+    radius : float
+        Trust-region radius.
+
+    Returns
+    -------
+    DenseTRS
+        The step, its multiplier and whether it is on the boundary.
+    """
     mu, s = np.linalg.eigh(h)
     gh = s.T @ g
     lo = max(0.0, -mu[0])

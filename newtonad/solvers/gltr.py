@@ -59,7 +59,9 @@ class GLTRSubproblem(QuadraticModel):
     A Hessian product with nan or inf in it ends the Lanczos process: the step
     then comes from the subspace built so far, or, if even ``H g`` is not
     finite, is :meth:`~.QuadraticModel.steepest_descent_step`. The ``max_time``
-    deadline ends it the same way. The Lanczos basis and ``T`` are kept, so re-solving for a smaller radius
+    deadline ends it the same way.
+
+    The Lanczos basis and ``T`` are kept, so re-solving for a smaller radius
     after a rejected step first re-solves the small tridiagonal problem and only
     extends the subspace if that is not accurate enough.
     """

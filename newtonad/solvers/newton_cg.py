@@ -44,8 +44,11 @@ __all__ = ["minimize_newton_cg", "truncated_cg", "CGStep"]
 
 
 class CGStep(NamedTuple):
-    """A truncated-CG direction: ``p``, CG iterations, negative curvature met,
-    and whether a Hessian product came out nan or inf (CG stopped before it)."""
+    """A truncated-CG direction and how CG ended.
+
+    ``p``, the CG iterations, whether negative curvature was met, and whether a
+    Hessian product came out nan or inf (CG stopped without using it).
+    """
 
     p: np.ndarray
     iterations: int

@@ -165,10 +165,9 @@ class QuadraticModel:
         """``-Δ g / ‖g‖``: the step when the Hessian at ``x`` is not finite.
 
         Without a usable Hessian the model is the linear one, whose minimiser in
-        the ball is this boundary step with predicted decrease ``Δ ‖g‖``. The
-        driver's ratio test then shrinks the radius until the step is short
-        enough for that decrease to be real (a first-order trust-region
-        method, Conn, Gould & Toint, *Trust-Region Methods*, 2000, section 6.3).
+        the ball is this boundary step (Nocedal & Wright, 2nd ed., eq. 4.11)
+        with predicted decrease ``Δ ‖g‖``. The driver's ratio test then shrinks
+        the radius until the step is short enough for that decrease to be real.
         """
         gnorm = self.jac_mag
         p = self.jac * (-trust_radius / gnorm)
