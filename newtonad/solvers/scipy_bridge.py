@@ -187,6 +187,11 @@ def _nonlinear(fun: Callable, lb: Any, ub: Any, args: tuple, flat: _Flat, meth: 
     return NonlinearConstraint(flat.fun(fun, *args), lb, ub, **kwargs)
 
 
+def _label(index: int, fun: Callable) -> str:
+    """How warnings name a constraint: its place in the list and its function's name."""
+    return f"constraint {index} ({getattr(fun, '__name__', type(fun).__name__)})"
+
+
 def _prepare_constraints(constraints: Any, meth: str, flat: _Flat, x0: np.ndarray) -> list:
     if constraints is None:
         return []
@@ -197,13 +202,11 @@ def _prepare_constraints(constraints: Any, meth: str, flat: _Flat, x0: np.ndarra
         if isinstance(con, LinearConstraint):
             out.append(con)
         elif isinstance(con, NonlinearConstraint):
-            label = f"constraint {i} ({getattr(con.fun, '__name__', type(con.fun).__name__)})"
-            out.append(_nonlinear(con.fun, con.lb, con.ub, (), flat, meth, x0, label, con.jac,
-                                  con.hess, con))
+            out.append(_nonlinear(con.fun, con.lb, con.ub, (), flat, meth, x0,
+                                  _label(i, con.fun), con.jac, con.hess, con))
         elif isinstance(con, dict):
             args = tuple(con.get("args", ()))
-            label = (f"constraint {i} "
-                     f"({getattr(con['fun'], '__name__', type(con['fun']).__name__)})")
+            label = _label(i, con["fun"])
             if meth == "trust-constr":
                 ub = 0.0 if con["type"] == "eq" else np.inf
                 out.append(_nonlinear(con["fun"], 0.0, ub, args, flat, meth, x0, label,
