@@ -106,6 +106,14 @@ def test_infinite_hessian_at_kink_ends_at_minimum(method):
     assert res.fun < 1e-8 and res.fun == value(abs_15, res.x)
 
 
+def test_infinite_hessian_at_kink_numba_engine(monkeypatch):
+    """The hang of trust-krylov, on the default (compiled) engine."""
+    monkeypatch.setattr(api, "DEFAULT_ENGINE", "numba")
+    res = solve(abs_15, np.array([0.0, 1.0, 0.0, -2.0]), "trust-krylov", maxiter=100,
+                max_time=30.0)
+    assert res.success and res.fun < 1e-8 and np.isfinite(res.x).all(), res.message
+
+
 def sphere_with_bad_hessian(bad):
     """sum(x^2) whose Hessian products are ``bad`` (nan or inf) in every entry."""
     return AnalyticObjective(lambda x: float(np.sum(x ** 2)), lambda x: 2.0 * x,
