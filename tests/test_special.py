@@ -442,6 +442,14 @@ def test_scipy_functions_are_wrapped_and_unchanged_on_arrays():
     np.testing.assert_array_equal(stats.norm.logpdf(x, 1.0), stats.norm.logpdf.__wrapped__(stats.norm, x, 1.0))
 
 
+def test_wrapped_scipy_functions_pickle():
+    import pickle
+
+    for fn in (scipy.special.logsumexp, scipy.linalg.solve_triangular):
+        assert pickle.loads(pickle.dumps(fn)) is fn
+    assert pickle.loads(pickle.dumps(stats.norm.logpdf))(0.3) == stats.norm.logpdf(0.3)
+
+
 def test_traced_values_inside_lists_route():
     x = np.array([0.3, 1.2])
     g = nad.grad(lambda z: scipy.special.logsumexp([z[0], z[1], 0.5]))(x)

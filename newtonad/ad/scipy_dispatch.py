@@ -148,7 +148,11 @@ def _wrap_module(module: Any, entries: dict[str, Callable]) -> None:
             setattr(cls, attr, _dispatching_method(cls, original, impl))
             _remember(original, public_name, cls)
         else:
-            setattr(module, attr, dispatching(current, impl))
+            wrapper = dispatching(current, impl)
+            # pickle finds functions by __module__ and __qualname__: point it at the
+            # wrapper (the private module holding the original has the original)
+            wrapper.__module__, wrapper.__qualname__ = module.__name__, attr
+            setattr(module, attr, wrapper)
             _remember(current, public_name, None)
 
 
