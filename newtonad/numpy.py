@@ -24,6 +24,7 @@ from .ad.numpy_api import (  # noqa: F401  (sorting, order statistics, splitting
     take_along_axis, vsplit,
 )
 from .ad.numpy_api import getitem  # noqa: F401
+from .ad.numpy_linalg import cross, kron, linalg, tril, triu  # noqa: F401
 from .ad.numpy_special import (  # noqa: F401  (elementwise functions built on primitives)
     around, deg2rad, fix, logaddexp2, nan_to_num, rad2deg, sinc,
 )

@@ -646,3 +646,39 @@ def test_default_engine_runs_decompositions(monkeypatch):
     assert_close(hv, nad.hvp(nll_cholesky, THETA, v, engine="numpy"), 1e-10, 1e-12)
     assert_close(nad.grad(nll_solve)(THETA), nad.grad(nll_solve, engine="numpy")(THETA),
                  1e-12, 1e-12)
+
+
+def test_explicit_namespace_newtonad_numpy_linalg():
+    import newtonad.numpy as nnp
+
+    a = spd(3)
+
+    def f(x):
+        return (nnp.linalg.slogdet(x)[1] + nnp.sum(nnp.linalg.inv(x)) + nnp.linalg.norm(x, "nuc")
+                + nnp.sum(nnp.kron(nnp.triu(x), nnp.tril(x))) + nnp.sum(nnp.cross(x, x[::-1])))
+
+    expected = (np.linalg.slogdet(a)[1] + np.sum(np.linalg.inv(a)) + np.linalg.norm(a, "nuc")
+                + np.sum(np.kron(np.triu(a), np.tril(a))) + np.sum(np.cross(a, a[::-1])))
+    assert np.isclose(traced_value(f, a), expected, rtol=1e-12)
+    assert np.isclose(f(a), expected, rtol=1e-12)  # plain arrays in, NumPy out
+    check_hvp(f, a)
+
+
+def test_plain_arrays_in_plain_numpy_out():
+    import newtonad.numpy as nnp
+
+    a, s, t = well_conditioned(3, (2,)), separated_spd(3), distinct_singular(4, 3)
+    pairs = [
+        (nnp.linalg.solve(a, B3), np.linalg.solve(a, B3)), (nnp.linalg.inv(a), np.linalg.inv(a)),
+        (nnp.linalg.det(a), np.linalg.det(a)), (nnp.linalg.cholesky(s), np.linalg.cholesky(s)),
+        (nnp.linalg.eigh(s)[0], np.linalg.eigh(s)[0]), (nnp.linalg.svd(t, False)[1],
+                                                          np.linalg.svd(t, False)[1]),
+        (nnp.linalg.qr(t)[1], np.linalg.qr(t)[1]), (nnp.linalg.pinv(t), np.linalg.pinv(t)),
+        (nnp.linalg.matrix_power(a, 0), np.linalg.matrix_power(a, 0)),
+        (nnp.linalg.matrix_power(a, -3), np.linalg.matrix_power(a, -3)),
+        (nnp.linalg.norm(t, 2), np.linalg.norm(t, 2)), (nnp.einsum("ii->i", s), np.diag(s)),
+        (nnp.diag(B3[:, 0], 1), np.diag(B3[:, 0], 1)), (nnp.trace(a, 0, 1, 2), np.trace(a, 0, 1, 2)),
+    ]
+    for ours, numpys in pairs:
+        assert isinstance(ours, (np.ndarray, np.floating, float)), type(ours)
+        assert_close(ours, numpys, 1e-12, 1e-12)

@@ -40,6 +40,7 @@ from __future__ import annotations
 import importlib.abc
 import operator
 import sys
+import types
 import warnings
 from collections import namedtuple
 from typing import Any, Callable
@@ -113,7 +114,7 @@ def solve(a, b):
 
 def inv(a):
     a, shape = _matrices(a, "inv", square=True)
-    return dec.solve(a, dec.eye(shape[-1], shape[:-2]))
+    return dec.solve(a, dec.eye(shape[-1], shape[:-2], a))
 
 
 def slogdet(a):
@@ -223,7 +224,7 @@ def matrix_power(a, n):
     except TypeError as e:
         raise TypeError("exponent must be an integer") from e
     if n == 0:
-        return dec.eye(shape[-1], shape[:-2])
+        return dec.eye(shape[-1], shape[:-2], a)
     if n < 0:
         a, n = inv(a), -n
     result, power = None, a
@@ -476,6 +477,17 @@ if "scipy.linalg" in sys.modules:
     register_scipy_linalg()
 else:
     sys.meta_path.insert(0, _AfterImport("scipy.linalg", register_scipy_linalg))
+
+
+# ---- the explicit namespace: newtonad.numpy.linalg -------------------------------------------------
+
+linalg = types.SimpleNamespace(
+    solve=solve, inv=inv, det=det, slogdet=slogdet, cholesky=cholesky, eigh=eigh,
+    eigvalsh=eigvalsh, svd=svd, svdvals=svdvals, qr=qr, pinv=pinv, matrix_power=matrix_power,
+    multi_dot=multi_dot, norm=npa.norm, matrix_norm=matrix_norm, vector_norm=vector_norm,
+    cross=cross, diagonal=linalg_diagonal, trace=linalg_trace,
+)
+"""``newtonad.numpy.linalg``: NumPy's names, traced versions."""
 
 
 # ---- dispatch table ----------------------------------------------------------------------------------

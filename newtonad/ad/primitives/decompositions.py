@@ -91,11 +91,12 @@ def diag_part(p: Any, nb: int) -> Any:
     return gather(flat, np.arange(n, dtype=np.int64) * (n + 1), nb)
 
 
-def eye(n: int, batch: tuple[int, ...] = ()) -> Any:
-    """The identity, broadcast over ``batch`` (one n×n constant in the program)."""
+def eye(n: int, batch: tuple[int, ...] = (), like: Any = None) -> Any:
+    """The identity, broadcast over ``batch``: one n×n constant in a program when ``like``
+    is traced (a Var), a plain NumPy array otherwise."""
     from ..trace import Var
 
-    e = Var(np.eye(n), const=True)
+    e = Var(np.eye(n), const=True) if isinstance(like, Var) else np.eye(n)
     return broadcast_to(e, batch + (n, n)) if batch else e
 
 
@@ -452,8 +453,8 @@ def _pinv_jvp(primals, tangents, out, *, options):
     # dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P
     dat = swap(ta, nb)
     first = contract("ij,jk->ik", p, contract("ij,jk->ik", ta, p, nb), nb)
-    left_null = sub(eye(m, batch), contract("ij,jk->ik", a, p, nb))
-    right_null = sub(eye(n, batch), contract("ij,jk->ik", p, a, nb))
+    left_null = sub(eye(m, batch, a), contract("ij,jk->ik", a, p, nb))
+    right_null = sub(eye(n, batch, a), contract("ij,jk->ik", p, a, nb))
     ppt = contract("ij,kj->ik", p, p, nb)
     ptp = contract("ji,jk->ik", p, p, nb)
     second = contract("ij,jk->ik", ppt, contract("ij,jk->ik", dat, left_null, nb), nb)
@@ -479,7 +480,7 @@ def _logabsdet_jvp(primals, tangents, out):
     (a,), (ta,) = primals, tangents
     nb, n = _nb(a), shape_of(a)[-1]
     # d log|det A| = trace(A^{-1} dA) = sum(A^{-T} * dA); A^{-T} is known once per point.
-    inv_t = swap(solve(a, eye(n, shape_of(a)[:nb])), nb)
+    inv_t = swap(solve(a, eye(n, shape_of(a)[:nb], a)), nb)
     return contract("ij,ij->", inv_t, ta, nb)
 
 
