@@ -107,11 +107,6 @@ CASES = [
 IDS = [c[0] for c in CASES]
 
 
-def _stable(x):
-    """Points where finite differences are meaningful (kinks of the piecewise functions)."""
-    return x
-
-
 @pytest.mark.parametrize("name,f,ref,x", CASES, ids=IDS)
 def test_values_match_scipy_and_numpy(name, f, ref, x):
     (value, _) = nad.jvp(f, x, np.ones_like(x))
