@@ -290,7 +290,8 @@ INDEX_KEYS = [True, False, (True, 0), (True, slice(None), 0), (0, True), (Ellips
               (True, True), (True, [0, 1]), (None, True, [1, 0]), np.True_, (np.array(True),),
               (-1,), (-1, -2, -3), ([0, -1],), (slice(None), [-1, 0, -3]), ([1, 0], [2, -1]),
               (np.array([True, False]),), (0, X3[0] > 3), (X3 > 5,),
-              (slice(None), np.array([True, False, True])), (Ellipsis, np.array([True, False, True, True])),
+              (slice(None), np.array([True, False, True])),
+              (Ellipsis, np.array([True, False, True, True])),
               (None, [0, 1]), (0, None, [1, 2], slice(1, 3)), ((0, 1), 2), ([[0], [1]], [[0, 2]]),
               (slice(None), np.array([True, False, True]), 1), (np.array([], dtype=int),)]
 

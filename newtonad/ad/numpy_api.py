@@ -300,7 +300,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     centre = globals()["mean"](a, axis, keepdims=True, where=where) if mean is None else mean
     squares = _fill_masked(square(ew.sub(a, centre)), mask, 0.0)
     count = _count(a, axis, keepdims, mask)
-    dof = builtins.max(count - ddof, 0) if isinstance(count, float) else maximum(ew.sub(count, ddof), 0.0)
+    dof = (builtins.max(count - ddof, 0) if isinstance(count, float)
+           else maximum(ew.sub(count, ddof), 0.0))
     return ew.div(sum(squares, axis, keepdims=keepdims), dof)
 
 
@@ -1191,7 +1192,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
                          "newtonad refuses it")
     s = sort(merged, axis=-1)
     mid = _take_last(s, [n // 2] if n % 2 else [n // 2 - 1, n // 2])
-    result = ew.div(reduce_last(mid), float(shape_of(mid)[-1]))
+    result = ew.div(_sum_last(mid), float(shape_of(mid)[-1]))
     result = _nan_if_any_nan(result, _take_last(s, [n - 1])[..., 0])
     return st.reshape(result, kept) if keepdims else result
 
@@ -1200,7 +1201,7 @@ def _take_last(a, positions):
     return st.gather(a, np.asarray(positions, dtype=np.int64), _ndim(a) - 1)
 
 
-def reduce_last(a):
+def _sum_last(a):
     return rd.reduce_sum(a, axes=(_ndim(a) - 1,))
 
 

@@ -209,5 +209,6 @@ def aval_dtype(x: Any) -> str:
     return aval_of(x).dtype
 
 
-__all__ = ["linear_scan", "cumprod", "add", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "cumsum",
+__all__ = ["linear_scan", "cumprod", "add", "reduce_sum", "reduce_max", "reduce_min",
+           "reduce_prod", "cumsum",
            "expand_reduced", "keepdims_shape"]
