@@ -682,3 +682,14 @@ def test_plain_arrays_in_plain_numpy_out():
     for ours, numpys in pairs:
         assert isinstance(ours, (np.ndarray, np.floating, float)), type(ours)
         assert_close(ours, numpys, 1e-12, 1e-12)
+
+
+@pytest.mark.parametrize("values", [lambda x: np.linalg.eigvalsh(x), lambda x: np.linalg.eigh(x)[0],
+                                    lambda x: np.linalg.svd(x)[1]])
+def test_values_alone_differentiate_at_repeated_eigenvalues(values):
+    """At the identity every eigenvalue is repeated: the eigenvectors have no derivative, but
+    sum(w²) = |S|² (S the symmetric matrix read from the lower triangle) does, and the
+    eigenvector part must not turn the zero cotangent it receives into NaN."""
+    g = nad.grad(lambda x: np.sum(values(x) ** 2))(np.eye(3))
+    assert np.all(np.isfinite(g))
+    assert_close(g, 2.0 * np.eye(3), 1e-12, 1e-12)  # d|A|²/dA = 2A for svd too

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..program import Slot
 from .core import Primitive, is_undef, shape_of
-from .elementwise import add, div, mul, neg, scale, sub
+from .elementwise import add, div, eq, mul, neg, scale, select, sub
 from .linalg import einsum, parse
 from .structural import broadcast_to, concatenate, gather, reshape, slice_, transpose
 
@@ -114,14 +114,19 @@ def symmetric_from_triangle(t: Any, nb: int, n: int, lower: bool) -> Any:
 
 
 def gap_inverse(v: Any, nb: int, squared: bool = False) -> Any:
-    """``F[i, j] = 1 / (v_j - v_i)`` off the diagonal (``v_j² - v_i²`` if squared), 0 on it."""
+    """``F[i, j] = 1 / (v_j - v_i)`` (``v_j² - v_i²`` if squared) where they differ, else 0."""
     shape = shape_of(v)
     n = shape[-1]
     vi = reshape(v, shape[:nb] + (n, 1))
     vj = reshape(v, shape[:nb] + (1, n))
     if squared:
         vi, vj = mul(vi, vi), mul(vj, vj)
-    return div(1.0 - np.eye(n), add(sub(vj, vi), np.eye(n)))
+    gap = sub(vj, vi)
+    # Exactly equal values (the diagonal, or a repeated eigenvalue) get 0, not inf: a zero
+    # cotangent then stays zero (0 * inf would be NaN), so functions of the values alone keep
+    # their derivative at repeated eigenvalues.
+    same = eq(gap, 0.0)
+    return select(same, 0.0, div(1.0, select(same, 1.0, gap)))
 
 
 def _check_square(a: Slot, what: str) -> tuple[int, ...]:
