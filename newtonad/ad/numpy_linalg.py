@@ -28,8 +28,10 @@ Supported (values match NumPy / SciPy; stacks of matrices ``(..., m, n)`` everyw
 Not supported, with NotImplementedError naming the parameter: ``svd(hermitian=True)``,
 ``svd(full_matrices=True)`` of a non-square matrix (the extra columns are not unique: pass
 ``full_matrices=False``), ``qr`` modes ``'raw'`` and ``'complete'`` with m > n,
-``multi_dot(out=)``, complex input. Derivatives do not exist (the formulas give inf / NaN)
-for ``eigh`` with repeated eigenvalues, ``svd`` with repeated or zero singular values,
+``multi_dot(out=)``, complex input. Derivatives do not exist (the formulas give huge, inf
+or NaN values) for the eigenvectors of ``eigh`` with repeated eigenvalues and the singular
+vectors of ``svd`` with repeated or zero singular values (eigenvalues and singular values
+alone differentiate exactly, also when repeated),
 ``det`` / ``slogdet`` / ``inv`` / ``solve`` of singular matrices, ``qr`` of a wide matrix
 (NotImplementedError) or one without full column rank; ``pinv``'s derivative is the one
 at constant rank.

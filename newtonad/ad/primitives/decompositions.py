@@ -24,9 +24,11 @@ jvp rules are written in primitives (second order works); ``solve`` and
 ``triangular_solve`` are linear in the right-hand side and carry transpose rules. All are
 ``numpy_only``: the numba engine evaluates them with NumPy / SciPy (documented fallback).
 
-Where derivatives do not exist, the rules return what the formulas give (inf / NaN), as
-autograd and JAX do: ``eigh`` with repeated eigenvalues (the eigenvectors are not unique),
-``svd`` with repeated or zero singular values, ``qr`` of a rank-deficient or wide matrix
+Where derivatives do not exist, the rules return what the formulas give (huge, inf or NaN
+values), as autograd and JAX do: eigenvectors of ``eigh`` with repeated eigenvalues (they
+are not unique: exactly equal values get a zero in the gap matrix, nearly equal ones huge
+entries), singular vectors of ``svd`` with repeated or zero singular values (functions of
+the eigenvalues / singular values alone keep exact derivatives, also at repeated values), ``qr`` of a rank-deficient or wide matrix
 (``m < n`` raises NotImplementedError), ``logabsdet`` of a singular matrix, ``pinv`` where
 its rank changes (the rule is the derivative at constant rank, Golub & Pereyra 1973).
 """
