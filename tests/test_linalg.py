@@ -130,11 +130,13 @@ PRIMITIVE_CASES: dict[str, list] = {
             (lambda x: by_column(dec.svd(x)[..., :3, :]), distinct_singular(3, 5)),
             (lambda x: by_column(dec.svd(x)[..., 4:, :]), distinct_singular(3, 5)),
             (lambda x: by_column(dec.svd(x)[..., :4, :]), distinct_singular(4, 4, (2,)))],
-    "svdvals": [(dec.svdvals, distinct_singular(4, 3)), (dec.svdvals, distinct_singular(2, 3, (2,)))],
+    "svdvals": [(dec.svdvals, distinct_singular(4, 3)),
+                (dec.svdvals, distinct_singular(2, 3, (2,)))],
     "qr": [(dec.qr, normal(5, 3)), (dec.qr, well_conditioned(3, (2,)))],
     "pinv": [(dec.pinv, distinct_singular(5, 3)), (dec.pinv, distinct_singular(3, 4, (2,))),
              (lambda x: dec.pinv(x, rcond=1e-10), distinct_singular(4, 4))],
-    "logabsdet": [(dec.logabsdet, well_conditioned(3)), (dec.logabsdet, -well_conditioned(3, (2,)))],
+    "logabsdet": [(dec.logabsdet, well_conditioned(3)),
+                  (dec.logabsdet, -well_conditioned(3, (2,)))],
     "det_sign": [(dec.det_sign, well_conditioned(3, (2,)))],
 }
 
@@ -218,7 +220,8 @@ NUMPY_CASES = {
     "eigh vectors": (lambda x: by_column(np.linalg.eigh(x)[1]), separated_spd(4)),
     "eigh UPLO=U": (lambda x: by_column(np.linalg.eigh(x, UPLO="U")[1]), separated_spd(3)),
     "eigvalsh": (np.linalg.eigvalsh, separated_spd(3, (2,))),
-    "svd U": (lambda x: by_column(np.linalg.svd(x, full_matrices=False)[0]), distinct_singular(5, 3)),
+    "svd U": (lambda x: by_column(np.linalg.svd(x, full_matrices=False)[0]),
+              distinct_singular(5, 3)),
     "svd S": (lambda x: np.linalg.svd(x, full_matrices=False).S, distinct_singular(3, 5)),
     "svd Vh": (lambda x: by_row(np.linalg.svd(x, full_matrices=False)[2]), distinct_singular(3, 5)),
     "svd square full": (lambda x: by_row(np.linalg.svd(x)[2]), distinct_singular(3, 3, (2,))),
@@ -393,7 +396,7 @@ def test_array_api_norms():
         check_jvp(f, x)
 
 
-# ---- einsum: ellipsis, repeated indices, implicit output, sublists ---------------------------------
+# ---- einsum: ellipsis, repeated indices, implicit output, sublists -------------------------------
 
 EINSUM_CASES = [
     ("ii->", [(4, 4)]),
@@ -469,7 +472,8 @@ def test_diag_builds_and_reads(k):
         check_vjp_vs_jvp(f, x)
 
 
-@pytest.mark.parametrize("sa, sb", [((2, 3), (3, 2)), ((3,), (2, 2)), ((2, 1, 2), (3, 2)), ((), (2,))])
+@pytest.mark.parametrize("sa, sb", [((2, 3), (3, 2)), ((3,), (2, 2)), ((2, 1, 2), (3, 2)),
+                                     ((), (2,))])
 def test_kron(sa, sb):
     b = normal(*sb)
     f = lambda a: np.kron(a, b)  # noqa: E731
@@ -522,7 +526,7 @@ def test_cross_of_two_dimensional_vectors():
     check_jvp(lambda x: np.cross(x, b), a)
 
 
-# ---- scipy.linalg -----------------------------------------------------------------------------------
+# ---- scipy.linalg --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("trans", [0, 1, 2, "N", "T", "C"])
 @pytest.mark.parametrize("lower", [True, False])
@@ -553,7 +557,8 @@ def test_scipy_cholesky_cho_factor_cho_solve(lower):
     s, b = spd(4), normal(4, 2)
     chol = lambda x: scipy.linalg.cholesky(x, lower=lower)  # noqa: E731
     factor = lambda x: scipy.linalg.cho_factor(x, lower=lower)[0]  # noqa: E731
-    solve = lambda x: scipy.linalg.cho_solve(scipy.linalg.cho_factor(x, lower=lower), b)  # noqa: E731
+    solve = lambda x: scipy.linalg.cho_solve(  # noqa: E731
+        scipy.linalg.cho_factor(x, lower=lower), b)
     factor_s = (scipy.linalg.cholesky(s, lower=lower), lower)
     solve_b = lambda y: scipy.linalg.cho_solve(factor_s, y)  # noqa: E731
     for f, x in ((chol, s), (factor, s), (solve, s), (solve_b, b)):
@@ -588,7 +593,7 @@ def test_scipy_linalg_is_not_imported_by_newtonad_and_registers_when_imported():
     assert_close(got.reshape(2, 2), expected, 1e-12, 1e-12)
 
 
-# ---- Gaussian-process negative log likelihood, to second order ------------------------------------
+# ---- Gaussian-process negative log likelihood, to second order -----------------------------------
 
 T = np.linspace(0.0, 3.0, 7)
 D2 = (T[:, None] - T[None, :]) ** 2
@@ -679,7 +684,8 @@ def test_plain_arrays_in_plain_numpy_out():
         (nnp.linalg.matrix_power(a, 0), np.linalg.matrix_power(a, 0)),
         (nnp.linalg.matrix_power(a, -3), np.linalg.matrix_power(a, -3)),
         (nnp.linalg.norm(t, 2), np.linalg.norm(t, 2)), (nnp.einsum("ii->i", s), np.diag(s)),
-        (nnp.diag(B3[:, 0], 1), np.diag(B3[:, 0], 1)), (nnp.trace(a, 0, 1, 2), np.trace(a, 0, 1, 2)),
+        (nnp.diag(B3[:, 0], 1), np.diag(B3[:, 0], 1)),
+        (nnp.trace(a, 0, 1, 2), np.trace(a, 0, 1, 2)),
     ]
     for ours, numpys in pairs:
         assert isinstance(ours, (np.ndarray, np.floating, float)), type(ours)

@@ -106,7 +106,7 @@ def _reject(function: str, **given: tuple[Any, Any]) -> None:
                                       f"(only {name}={supported!r})")
 
 
-# ---- np.linalg --------------------------------------------------------------------------------------
+# ---- np.linalg -----------------------------------------------------------------------------------
 
 def solve(a, b):
     """``np.linalg.solve``: ``x`` with ``a @ x == b``."""
@@ -389,7 +389,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return npa.moveaxis(c, -1, axisc)
 
 
-# ---- scipy.linalg ------------------------------------------------------------------------------------
+# ---- scipy.linalg --------------------------------------------------------------------------------
 
 _TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}
 
@@ -409,7 +409,8 @@ def scipy_cholesky(a, lower=False, overwrite_a=False, check_finite=True):
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
-    """``(c, lower)``: the factor in one triangle of ``c``, ``a``'s entries in the other (as SciPy)."""
+    """``(c, lower)``: the factor in one triangle of ``c``, ``a``'s entries in the other
+    (as SciPy)."""
     a, shape = _matrices(a, "cho_factor", square=True)
     factor = cholesky(a, upper=not lower)
     n = shape[-1]
@@ -481,7 +482,7 @@ else:
     sys.meta_path.insert(0, _AfterImport("scipy.linalg", register_scipy_linalg))
 
 
-# ---- the explicit namespace: newtonad.numpy.linalg -------------------------------------------------
+# ---- the explicit namespace: newtonad.numpy.linalg -----------------------------------------------
 
 linalg = types.SimpleNamespace(
     solve=solve, inv=inv, det=det, slogdet=slogdet, cholesky=cholesky, eigh=eigh,
@@ -492,7 +493,7 @@ linalg = types.SimpleNamespace(
 """``newtonad.numpy.linalg``: NumPy's names, traced versions."""
 
 
-# ---- dispatch table ----------------------------------------------------------------------------------
+# ---- dispatch table ------------------------------------------------------------------------------
 
 FUNCTIONS.update({
     np.linalg.solve: solve, np.linalg.inv: inv, np.linalg.det: det, np.linalg.slogdet: slogdet,

@@ -28,8 +28,9 @@ Where derivatives do not exist, the rules return what the formulas give (huge, i
 values), as autograd and JAX do: eigenvectors of ``eigh`` with repeated eigenvalues (they
 are not unique: exactly equal values get a zero in the gap matrix, nearly equal ones huge
 entries), singular vectors of ``svd`` with repeated or zero singular values (functions of
-the eigenvalues / singular values alone keep exact derivatives, also at repeated values), ``qr`` of a rank-deficient or wide matrix
-(``m < n`` raises NotImplementedError), ``logabsdet`` of a singular matrix, ``pinv`` where
+the eigenvalues / singular values alone keep exact derivatives, also at repeated values),
+``qr`` of a rank-deficient or wide matrix (``m < n`` raises NotImplementedError),
+``logabsdet`` of a singular matrix, ``pinv`` where
 its rank changes (the rule is the derivative at constant rank, Golub & Pereyra 1973).
 """
 
@@ -195,7 +196,7 @@ solve_p = Primitive("solve", impl=_solve_impl, shape=_solve_shape, jvp=_solve_jv
 
 
 def solve(a, b):
-    """``X`` with ``A X = B`` for ``A`` of shape ``batch + (n, n)``, ``B`` of ``batch + (n,) + tail``."""
+    """``X`` with ``A X = B``: ``A`` of shape ``batch + (n, n)``, ``B`` ``batch + (n,) + tail``."""
     return solve_p(a, b)
 
 
@@ -396,7 +397,7 @@ def svdvals(a):
     return svdvals_p(a)
 
 
-# ---- qr (reduced), packed -------------------------------------------------------------------------
+# ---- qr (reduced), packed ------------------------------------------------------------------------
 
 def _qr_impl(a):
     q, r = np.linalg.qr(np.asarray(a, dtype=np.float64), mode="reduced")
@@ -439,7 +440,7 @@ def qr(a):
     return qr_p(a)
 
 
-# ---- pinv -------------------------------------------------------------------------------------------
+# ---- pinv ----------------------------------------------------------------------------------------
 
 def _pinv_impl(a, *, options):
     return np.linalg.pinv(np.asarray(a, dtype=np.float64), **dict(options))
