@@ -11,6 +11,7 @@ into the enclosing graph, so transforms compose: ``grad(grad(g))``,
 
 from __future__ import annotations
 
+import functools
 import os
 import weakref
 from typing import Any, Callable, Sequence
@@ -21,7 +22,7 @@ from .ad import transforms as tf
 from .ad import var_ops  # noqa: F401  (gives Var its numpy protocols)
 from .ad.engine import compile_program
 from .ad.program import Program, Slot
-from .ad.trace import Var, const_var, interpret, trace_function
+from .ad.trace import Var, const_var, fold_objects, interpret, trace_function
 
 # "numba": fused kernels compiled on first use and kept in the disk cache. "auto" (NumPy
 # until a program is hot, then numba) and "numpy" (the reference evaluator) are opt-ins.
@@ -90,17 +91,7 @@ class Traced:
     """``f`` traced at one signature: its program and closed-over Vars."""
 
     def __init__(self, f: Callable, avals: Sequence[Slot], scalar: bool):
-        def wrap(out):
-            if scalar:
-                shape = getattr(out, "shape", np.shape(out))
-                if tuple(shape) != ():
-                    raise ValueError(f"the function must return a scalar for grad / hvp / "
-                                     f"hessian, but it returned shape {tuple(shape)}; reduce "
-                                     "it (e.g. np.sum) or use jacobian / vjp")
-            if isinstance(out, (tuple, list)):
-                raise TypeError("the function must return one array, not a tuple")
-            return out
-
+        wrap = functools.partial(_checked_result, f, scalar=scalar)
         self.program, self.closed, self.from_outer, self.guard = trace_function(f, avals, wrap=wrap)
         self.derived: dict[Any, Any] = {}
 
@@ -110,6 +101,42 @@ class Traced:
 
     def closed_values(self) -> list[np.ndarray]:
         return [np.asarray(v.value) for v in self.closed]
+
+
+def _checked_result(f: Callable, out: Any, *, scalar: bool) -> Any:
+    """``f``'s result as one traced value, or an error saying what it returned instead."""
+    name = getattr(f, "__name__", type(f).__name__)
+    need = "a scalar (a number computed from x)" if scalar else "an array computed from x"
+    if isinstance(out, (list, tuple)) and not scalar and all(np.ndim(o) == 0 for o in out):
+        out = np.array(out, dtype=object)  # residuals listed one by one: one array, as np.array
+    if isinstance(out, np.ndarray) and out.dtype == object:
+        folded = fold_objects(out)
+        out = out if folded is None else folded
+    if out is None:
+        raise TypeError(f"{name} returned None, but it must return {need}: is a `return` "
+                        "statement missing?")
+    if isinstance(out, (tuple, list)) and scalar:
+        raise TypeError(
+            f"{name} returned a {type(out).__name__} of {len(out)} values, but grad, hvp, "
+            f"hessian and minimize need {need}. If it returns (f, gradient) as for scipy's "
+            "jac=True, pass jac=True to newtonad.minimize, or return f alone")
+    if isinstance(out, (tuple, list)):
+        raise TypeError(f"{name} returned a {type(out).__name__} of {len(out)} arrays, but "
+                        "jacobian, jvp and vjp need one array: combine them with np.stack or "
+                        "np.concatenate")
+    if not isinstance(out, (Var, np.ndarray, bool, int, float, np.number)):
+        shown = repr(out) if len(repr(out)) <= 40 else repr(out)[:37] + "..."
+        raise TypeError(f"{name} returned a {type(out).__name__} ({shown}), but it must return "
+                        f"{need}")
+    if not isinstance(out, Var) and np.asarray(out).dtype.kind not in "biuf":
+        raise TypeError(f"{name} returned an array of dtype {np.asarray(out).dtype}, but it "
+                        f"must return {need}")
+    shape = tuple(out.shape) if isinstance(out, Var) else np.shape(out)
+    if scalar and shape != ():
+        raise ValueError(f"{name} must return a scalar for grad / hvp / hessian / minimize, but "
+                         f"it returned shape {shape}; reduce it (e.g. np.sum) or use jacobian "
+                         "/ vjp")
+    return out
 
 
 _cache: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()

@@ -211,7 +211,9 @@ def test_programs_differing_only_in_constant_digits_get_their_own_metadata(tmp_p
     monkeypatch.setenv("NEWTONAD_CACHE_DIR", str(tmp_path))
     x = np.ones(4)
     consts = [np.array([1.0, v, 3.0, 4.0]) for v in (2.00000000001, 2.00000000002)]
-    programs = [nad.trace(lambda x, c=c: np.sum(x * c), x) for c in consts]
+    # arrays made inside f are constants of its program (a captured array would be an input)
+    programs = [nad.trace(lambda x, v=v: np.sum(x * np.array([1.0, v, 3.0, 4.0])), x)
+                for v in (2.00000000001, 2.00000000002)]
     assert str(programs[0]) == str(programs[1])  # printed alike: eight digits
     assert programs[0] != programs[1] and programs[0].key != programs[1].key
     first = numba_engine.compile_program(programs[0])

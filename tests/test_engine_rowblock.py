@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import newtonad as nad
+from newtonad import api
 from newtonad.ad import transforms as tf
 from newtonad.ad.engine import numba_engine, numba_plan, numpy_eval
 from newtonad.ad.program import Program
@@ -210,16 +211,18 @@ def test_random_matrix_objectives(small_blocks, seed):
     X = rng.normal(size=(m, n)) / np.sqrt(n)
     y = rng.normal(size=m)
     w = rng.normal(size=n)
-    trace = traced(random_matrix_objective(seed), w, (X, y))
-    check_regions(tf.value_and_grad_program(trace), (w, X, y))
+    # the scales f captures (a, and b when used) are program inputs after w, X and y
+    tr = api._traced(random_matrix_objective(seed), w, (X, y), scalar=True)
+    trace, data = tr.program, (X, y, *tr.closed_values())
+    check_regions(tf.value_and_grad_program(trace), (w, *data))
     for k in (None, 3):
         V = rng.normal(size=(n,) if k is None else (n, k))
-        source = check_regions(tf.hvp_program(trace, k), (w, X, y, V))
+        source = check_regions(tf.hvp_program(trace, k), (w, *data, V))
         assert blocks_in(source), source  # the HVP reads X by row at least twice
     residual, linear = tf.linearized_hvp(trace, 3)
-    check_regions(residual, (w, X, y))
-    res = numpy_eval.compile_program(residual)(w, X, y)
-    check_regions(linear, (w, X, y, *res[2:], rng.normal(size=(n, 3))))
+    check_regions(residual, (w, *data))
+    res = numpy_eval.compile_program(residual)(w, *data)
+    check_regions(linear, (w, *data, *res[2:], rng.normal(size=(n, 3))))
 
 
 def check_regions(program: Program, inputs: tuple) -> str:

@@ -289,15 +289,11 @@ _lifting: list[tuple[dict[int, Any], dict[int, Any]]] = []  # per trace level: (
 
 
 @contextlib.contextmanager
-def lifting(guard: Guard | None) -> Iterator[dict[int, Any]]:
-    """While tracing, let the guard's captured values enter as data inputs.
-
-    Yields the ``id(value) -> Var`` of the values lifted so far (filled as tracing goes).
-    """
-    lifted: dict[int, Any] = {}
-    _lifting.append((guard.liftable if guard is not None else {}, lifted))
+def lifting(guard: Guard | None) -> Iterator[None]:
+    """While tracing, let the guard's captured values enter as data inputs."""
+    _lifting.append((guard.liftable if guard is not None else {}, {}))
     try:
-        yield lifted
+        yield
     finally:
         _lifting.pop()
 
@@ -326,7 +322,8 @@ def lifted_var(value: Any) -> Any:
             snapshot = snapshot.astype(np.int64, copy=snapshot.dtype != np.int64)
         if snapshot.shape == ():
             snapshot = np.array(snapshot)  # a private 0-d array, not the user's scalar
-        var = lifted[key] = Var(snapshot, aval=Slot(snapshot.shape, snapshot.dtype.name))
+        var = lifted[key] = Var(snapshot, aval=Slot(snapshot.shape, snapshot.dtype.name),
+                                captured=True)
     return var
 
 

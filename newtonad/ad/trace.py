@@ -20,7 +20,9 @@ and common subexpressions as it goes.
 
 from __future__ import annotations
 
+import dis
 import itertools
+import sys
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
@@ -72,11 +74,11 @@ class Var:
         Integer values are converted to float64.
     """
 
-    __slots__ = ("aval", "value", "creator", "grad", "const", "id", "__weakref__")
+    __slots__ = ("aval", "value", "creator", "grad", "const", "captured", "id", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, value: Any = None, *, aval: Slot | None = None,
-                 creator: Op | None = None, const: bool = False):
+                 creator: Op | None = None, const: bool = False, captured: bool = False):
         if aval is None:
             value = np.asarray(value)
             if not const and value.dtype.kind in "biu":
@@ -87,6 +89,7 @@ class Var:
         self.creator = creator
         self.grad: np.ndarray | None = None
         self.const = const
+        self.captured = captured  # a value f read outside its arguments, lifted to an input
         self.id = next(_ids)
 
     # ---- abstract value ----------------------------------------------------------
@@ -119,13 +122,7 @@ class Var:
     # ---- concrete value: refused while tracing ------------------------------------
     def _concrete(self, what: str) -> np.ndarray:
         if self.value is None:
-            raise TracerBoolError(
-                f"{what} needs the value of a traced array, but newtonad traces your function "
-                f"once for all inputs of shape {self.shape}, without values. Value-dependent "
-                "Python control flow (if/while on array values, float(x), bool(x), x.item()) "
-                "cannot be traced: write the branch with np.where(condition, a, b) (or "
-                "np.maximum / np.minimum / np.clip) so both sides are computed and selected "
-                "elementwise.")
+            raise TracerBoolError(_with_scipy_hint(_concrete_message(what, self.shape)))
         return np.asarray(self.value)
 
     def __bool__(self) -> bool:
@@ -147,9 +144,18 @@ class Var:
         return self._concrete("x.tolist()").tolist()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        value = self._concrete("np.asarray(x) or np.array([...]) of traced values (build arrays "
-                               "from traced parts with np.stack or newtonad.numpy.array)")
-        return np.asarray(value, dtype=dtype)
+        """An object array of this Var's entries, so ``np.array([x[0], x[1]])`` keeps them.
+
+        NumPy builds lists of traced values into object arrays of Vars; the first
+        primitive they reach folds them back into one traced array (:func:`fold_objects`).
+        When NumPy asks for numbers instead (``np.asarray(x, dtype=float)``, storing into a
+        float array) only an eager Var's value can give them.
+        """
+        if dtype is not None and np.dtype(dtype) != np.dtype(object):
+            if self.value is None:
+                raise TracerBoolError(_with_scipy_hint(_numbers_asked_message(self.shape)))
+            return np.asarray(self.value, dtype=dtype)
+        return _as_objects(self)
 
     def __iter__(self):
         if not self.shape:
@@ -189,12 +195,116 @@ class Var:
                     cts[arg.id] = arg_ct if arg.id not in cts else cts[arg.id] + arg_ct
 
 
+#: Entries beyond which a traced array is not split into an object array of scalars.
+_MAX_OBJECT_ENTRIES = 4096
+
+
+def _as_objects(var: Var) -> np.ndarray:
+    """``var`` as an object array of scalar Vars (of itself, when it is a scalar)."""
+    out = np.empty(var.shape, dtype=object)
+    if var.shape == ():
+        out[()] = var
+        return out
+    if var.size > _MAX_OBJECT_ENTRIES:
+        raise TypeError(
+            f"NumPy asked for a traced array of {var.size} entries as a NumPy array (np.array "
+            "or np.asarray of a list holding it, or a NumPy function that does not dispatch to "
+            "newtonad); build arrays from traced parts with np.stack or np.concatenate")
+    for index in np.ndindex(var.shape):
+        out[index] = var[index]
+    return out
+
+
+def fold_objects(value: np.ndarray) -> Var | None:
+    """One traced array from an object array of Vars and numbers; ``None`` if it holds no Var.
+
+    NumPy makes such arrays from lists of traced values (``np.array([a, b])``, ``np.r_``,
+    ``np.append(x, [t, 8.0])``); this is where they become one program value again.
+    """
+    entries = list(value.flat)
+    like = next((e for e in entries if isinstance(e, Var)), None)
+    if like is None:
+        return None
+    from .primitives.structural import concatenate, reshape
+
+    bad = next((e for e in entries if not isinstance(e, (Var, bool, int, float, np.number))), None)
+    if bad is not None or any(isinstance(e, Var) and e.shape != () for e in entries):
+        raise TypeError(f"an array built from traced values holds {type(bad).__name__ if bad is not None else 'an array'}"
+                        "; build it with np.stack or np.concatenate of arrays of one shape")
+    parts = [reshape(e if isinstance(e, Var) else const_var(e, like), (1,)) for e in entries]
+    flat = parts[0] if len(parts) == 1 else concatenate(parts, 0)
+    return reshape(flat, tuple(value.shape))
+
+
+def _with_scipy_hint(message: str) -> str:
+    """``message``, led by the fix when SciPy's own code of a routed function is running."""
+    from .scipy_dispatch import scipy_caller_hint
+
+    hint = scipy_caller_hint()
+    return message if hint is None else f"{hint} ({message})"
+
+
+def _concrete_message(what: str, shape: tuple[int, ...]) -> str:
+    return (f"{what} needs the value of a traced array, but newtonad traces your function "
+            f"once for all inputs of shape {shape}, without values. Value-dependent Python "
+            "control flow (if/while on array values, float(x), bool(x), x.item()) cannot be "
+            "traced: write the branch with np.where(condition, a, b) (or np.maximum / "
+            "np.minimum / np.clip) so both sides are computed and selected elementwise.")
+
+
+def _numbers_asked_message(shape: tuple[int, ...]) -> str:
+    """NumPy wants the numbers of a tracer: name the NumPy function, and the fix."""
+    frame, where = sys._getframe(1), ""
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module.startswith("numpy"):
+            where = f" (inside NumPy's {frame.f_code.co_name}, called on a Python list or an " \
+                    "object array holding traced values)"
+        elif where:
+            break
+        frame = frame.f_back
+    return (f"NumPy asked for the numbers of a traced value of shape {shape}{where}, but "
+            "newtonad traces your function without values. Build arrays from traced parts "
+            "with np.stack([...]) or np.concatenate before calling NumPy on them, so that "
+            "NumPy hands the call to newtonad: e.g. np.mean(np.stack([a, b])), not "
+            "np.mean([a, b]).")
+
+
+_STORE_INTO_ARRAY = ("a traced value cannot be stored into a NumPy array (y = np.zeros(n); "
+                     "y[i] = ...): NumPy arrays hold numbers, and newtonad traces your function "
+                     "without them. Build the array from its traced parts instead: "
+                     "np.stack([...]) or np.concatenate, np.where(mask, value, y), or "
+                     "np.array([...]) of the traced entries")
+
+
+def _failed_storing_into_an_array(error: BaseException) -> bool:
+    """Whether ``error`` is NumPy refusing a Var in ``y[i] = value`` (it calls float(value),
+    drops our message, and says "setting an array element with a sequence")."""
+    if not isinstance(error, ValueError) or "array element with a sequence" not in str(error):
+        return False
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_code[tb.tb_lasti] == _STORE_SUBSCR
+
+
+_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
+
+
 def is_float(aval: Slot) -> bool:
     return np.dtype(aval.dtype).kind == "f"
 
 
 def const_var(value: Any, like: Var | None = None) -> Var:
-    """Wrap a non-differentiated value; Python scalars take a float Var's dtype."""
+    """Wrap a non-differentiated value; Python scalars take a float Var's dtype.
+
+    An object array holding Vars (NumPy's make of a list of traced values) is folded
+    into one traced array instead.
+    """
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        folded = fold_objects(value)
+        if folded is not None:
+            return folded
     if isinstance(value, (bool, np.bool_)):
         arr = np.asarray(value)
     elif isinstance(value, (int, float)) and like is not None and like.dtype.kind == "f":
@@ -371,13 +481,17 @@ def trace_function(fun, avals: Sequence[Slot], *, wrap=None) -> TraceResult:
     guard = find_captures(fun)
     start = next(_ids)
     tracers = [new_tracer(a) for a in avals]
-    with lifting(guard) as lifted:
-        out = fun(*tracers)
+    with lifting(guard):
+        try:
+            out = fun(*tracers)
+        except ValueError as e:
+            if _failed_storing_into_an_array(e):
+                raise TracerBoolError(_STORE_INTO_ARRAY) from e
+            raise
         if wrap is not None:
             out = wrap(out)
     if guard is not None:
         guard.settle()
     outs = [o if isinstance(o, Var) else const_var(o) for o in (out if isinstance(out, tuple) else (out,))]
     program, closed = to_program(tracers, outs, stop=start)
-    lifted_ids = {id(v) for v in lifted.values()}
-    return TraceResult(program, closed, any(id(v) not in lifted_ids for v in closed), guard)
+    return TraceResult(program, closed, any(not v.captured for v in closed), guard)

@@ -7,6 +7,7 @@ unsupported function raises NotImplementedError naming it.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -21,25 +22,21 @@ FUNCTIONS: dict[Any, Any] = {**npa.FUNCTIONS, **numpy_linalg.FUNCTIONS, **numpy_
 
 
 def _qualified_name(fn: Any) -> str:
-    """``numpy.sin``, ``scipy.special.erf``: where the user found the function."""
-    module = getattr(fn, "__module__", None)
+    """``numpy.sin``, ``numpy.linalg.det``, ``scipy.special.erf``: where users find ``fn``."""
     name = getattr(fn, "__name__", repr(fn))
-    if module is None and isinstance(fn, np.ufunc):  # ufuncs carry no __module__ ...
-        module = "numpy" if getattr(np, name, None) is fn else _scipy_home(fn)
-    module = (module or "numpy").replace("numpy._core.multiarray", "numpy")
-    for private in ("._", ".core", ".linalg._linalg"):
-        if private in module:
-            module = module.split(private)[0] + (".linalg" if "linalg" in module else "")
-    return f"{module}.{name}"
-
-
-def _scipy_home(fn: Any) -> str:
-    import sys
-
-    special = sys.modules.get("scipy.special")
-    if special is not None and getattr(special, fn.__name__, None) is fn:
-        return "scipy.special"
-    return "numpy"
+    if isinstance(fn, np.ufunc):  # ufuncs carry no __module__: find their home by identity
+        if getattr(np, name, None) is fn:
+            return f"numpy.{name}"
+        for home in ("scipy.special._ufuncs", "scipy.special"):
+            module = sys.modules.get(home)
+            if module is not None and getattr(module, name, None) is fn:
+                return f"scipy.special.{name.lstrip('_')}"
+        return f"the ufunc {name}"
+    module = getattr(fn, "__module__", None) or "numpy"
+    public = module.split("._")[0]  # numpy._core.fromnumeric -> numpy
+    if module.startswith("numpy.linalg") or module.startswith("numpy._core") and "linalg" in name:
+        public = "numpy.linalg"
+    return f"{public}.{name}"
 
 
 def _ufunc(self: Var, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -130,6 +127,14 @@ def install() -> None:
     for name in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod",
                  "argsort", "argmax", "argmin", "argpartition"):
         setattr(Var, name, _method(getattr(npa, name)))
+    # NumPy runs a ufunc on an object array (np.exp(np.array([a, b]))) by calling each
+    # entry's method of that name: one per unary NumPy ufunc that traces.
+    for name in UFUNCS:
+        ufunc = getattr(np, name, None)
+        if isinstance(ufunc, np.ufunc) and ufunc.nin == 1 and not hasattr(Var, name):
+            setattr(Var, name, lambda self, _name=name: UFUNCS[_name](self))
+    Var.conjugate = Var.conj = lambda self: self  # real values
+    Var.real = property(lambda self: self)
     Var.round = _method(numpy_special.around)
     Var.sort = _in_place("sort")
     Var.partition = _in_place("partition")
