@@ -349,7 +349,7 @@ def test_integral_float_maxiter_accepted():
 
 
 def test_non_callable_objective_and_nan_x0():
-    with pytest.raises(TypeError, match="must be a callable.*not its value f\\(x0\\)"):
+    with pytest.raises(TypeError, match="must be a callable.*not its value fun\\(x0\\)"):
         nad.minimize(sphere(np.zeros(2)), np.zeros(2))
     with pytest.raises(ValueError, match="non-finite.*start from a finite point"):
         nad.minimize(sphere, np.array([0.0, np.nan]))

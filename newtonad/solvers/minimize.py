@@ -10,10 +10,11 @@ from scipy.optimize import OptimizeResult
 
 from .monitor import wrap_callback
 from .options import NATIVE_METHODS, check_options_type, check_tol, parse_options
+from .derivatives import CombinedObjective, check_hessp, gives_derivatives, hess_kind, jac_kind
 from .problem import FlatProblem, check_x0, has_objective_protocol
 from .scipy_bridge import SCIPY_METHODS, minimize_with_scipy
 
-__all__ = ["minimize"]
+__all__ = ["minimize", "choose_method", "DEFAULT_METHOD"]
 
 
 def _short_repr(value: Any) -> str:
@@ -31,19 +32,54 @@ def _check_arguments(options: Any, tol: Any, callback: Any) -> None:
                         f"{_short_repr(callback)}")
 
 
-def _as_objective(f: Any, args: tuple) -> Any:
-    """``f`` itself if it already is an objective, else ``Objective(f, args)``."""
-    if has_objective_protocol(f):
-        if args:
-            raise ValueError("args must be empty when f is already an objective (it has "
-                             "fun/jac/hessp); bind the arguments when you construct it")
-        return f
-    if not callable(f):
-        raise TypeError(f"f must be a callable f(x, *args) -> float or an objective with "
-                        f"fun/jac/hessp, got {type(f).__name__} {_short_repr(f)}; pass the "
-                        f"function itself, nad.minimize(f, x0), not its value f(x0)")
-    from newtonad.objective import Objective  # lazily: the AD core is imported on demand
-    return Objective(f, args=args)
+def _make_ad(args: tuple) -> Callable[[Callable], Any]:
+    def make(f: Callable) -> Any:
+        from newtonad.objective import Objective  # lazily: the AD core is imported on demand
+        return Objective(f, args=args)
+    return make
+
+
+def _as_objective(fun: Any, args: tuple, jac: Any, hess: Any, hessp: Any) -> Any:
+    """The objective the solvers see.
+
+    ``fun`` itself if it already is an objective and no derivative is given,
+    ``Objective(fun, args)`` (all derivatives by AD) if no derivative is given,
+    else a :class:`.CombinedObjective` of the caller's derivatives and AD.
+    """
+    protocol = has_objective_protocol(fun)
+    if protocol and args:
+        raise ValueError("args must be empty when fun is already an objective (it has "
+                         "fun/jac/hessp); bind the arguments when you construct it")
+    if not protocol and not callable(fun):
+        raise TypeError(f"fun must be a callable fun(x, *args) -> float or an objective with "
+                        f"fun/jac/hessp, got {type(fun).__name__} {_short_repr(fun)}; pass the "
+                        f"function itself, nad.minimize(fun, x0), not its value fun(x0)")
+    if gives_derivatives(jac, hess, hessp):
+        return CombinedObjective(fun, args, jac, hess, hessp, _make_ad(args), protocol)
+    return fun if protocol else _make_ad(args)(fun)
+
+
+#: newtonad's choice when neither bounds nor constraints are given (scipy's is BFGS)
+DEFAULT_METHOD = "trust-ncg"
+
+
+def choose_method(method: Any, bounds: Any, constraints: Any) -> Any:
+    """``method``, or for ``None`` the method ``scipy.optimize.minimize`` 1.17 would pick.
+
+    scipy picks SLSQP when ``constraints`` is truthy (whatever kind they are:
+    SLSQP takes dicts, ``NonlinearConstraint`` and ``LinearConstraint``),
+    L-BFGS-B when only ``bounds`` are given, and BFGS otherwise; newtonad
+    mirrors the first two and replaces BFGS by :data:`DEFAULT_METHOD`.
+    """
+    if method is not None:
+        return method
+    if isinstance(constraints, np.ndarray) and constraints.size > 1:
+        constraints = list(constraints)  # scipy's ``if constraints`` would raise here
+    if constraints:
+        return "SLSQP"
+    if bounds is not None:
+        return "L-BFGS-B"
+    return DEFAULT_METHOD
 
 
 def _run_native(meth: str, problem: FlatProblem, x0: np.ndarray, opts: dict,
@@ -69,33 +105,40 @@ def _run_native(meth: str, problem: FlatProblem, x0: np.ndarray, opts: dict,
                                  subproblem_options=sub_opts, **opts)
 
 
-def minimize(f: Any, x0: Any, args: Union[tuple, Any] = (), method: Union[str, Callable] = "trust-ncg",
-             tol: Optional[float] = None, options: Optional[dict] = None,
-             callback: Optional[Callable] = None, bounds: Any = None,
-             constraints: Any = ()) -> OptimizeResult:
+def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
+             method: Union[str, Callable, None] = None, jac: Any = None, hess: Any = None,
+             hessp: Optional[Callable] = None, bounds: Any = None, constraints: Any = (),
+             tol: Optional[float] = None, callback: Optional[Callable] = None,
+             options: Optional[dict] = None) -> OptimizeResult:
     """Minimise a scalar function of an array, with exact derivatives.
+
+    The signature, argument order and meaning are those of
+    ``scipy.optimize.minimize``, so ``newtonad.minimize`` can replace it in
+    existing code; derivatives the caller does not give come from AD.
 
     Parameters
     ----------
-    f : callable or objective
-        Either ``f(x, *args) -> float`` written in plain NumPy — it is wrapped as
-        ``newtonad.objective.Objective(f, args)``, which derives its gradient and
-        Hessian-vector products by AD — or any object that already has the
+    fun : callable or objective
+        Either ``fun(x, *args) -> float`` written in plain NumPy — wrapped as
+        ``newtonad.objective.Objective(fun, args)``, which derives the gradient
+        and Hessian-vector products by AD — or any object that already has the
         objective protocol (``fun(x)``, ``jac(x)`` and ``hessp(x, p)`` or
         ``hess(x)``; optionally ``value_and_grad``, ``linearize_hessp`` and the
         counters ``nfev``, ``njev``, ``nhev``), which is used as is.
     x0 : array_like
-        Starting point, of any shape; the result's ``x`` has the same shape.
-    args : tuple
-        Extra arguments of ``f`` (data, not differentiated).
-    method : str or callable
+        Starting point, of any shape; the result's ``x`` has the same shape
+        (scipy takes only 1-D ``x0``; a scalar becomes shape ``(1,)`` as in scipy).
+    args : tuple, optional
+        Extra arguments of ``fun``, ``jac``, ``hess`` and ``hessp`` (data, not
+        differentiated); a non-tuple is wrapped in a 1-tuple, as scipy does.
+    method : str or callable, optional
         Native methods (case-insensitive):
 
         ``"newton-cg"``
             truncated Newton with quadratic forcing, negative curvature and a
             strong Wolfe line search (:mod:`.newton_cg`);
         ``"trust-ncg"``
-            Steihaug–Toint CG trust region (:mod:`.steihaug`), the default;
+            Steihaug–Toint CG trust region (:mod:`.steihaug`);
         ``"trust-krylov"``
             Lanczos / GLTR trust region (:mod:`.gltr`);
         ``"trust-exact"``
@@ -103,10 +146,63 @@ def minimize(f: Any, x0: Any, args: Union[tuple, Any] = (), method: Union[str, C
 
         Any other ``scipy.optimize.minimize`` method (``"BFGS"``, ``"L-BFGS-B"``,
         ``"SLSQP"``, ``"trust-constr"``, ...), a custom method callable, or a
-        native name prefixed ``"scipy:"`` runs in scipy with the objective's
-        ``jac``, ``hess`` and ``hessp`` as that method accepts them.
+        native name prefixed ``"scipy:"`` runs in scipy with the derivatives
+        that method accepts.
+
+        ``None`` chooses as scipy 1.17 does when there are constraints or
+        bounds: ``"SLSQP"`` if ``constraints`` is non-empty (scipy never picks
+        trust-constr by itself), else ``"L-BFGS-B"`` if ``bounds`` is given.
+        Without either, scipy's choice is BFGS; newtonad's is ``"trust-ncg"``,
+        which with exact Hessian products converges in far fewer iterations
+        and scales to large ``n`` (see :data:`DEFAULT_METHOD`).
+    jac : {callable, True, "2-point", "3-point", "cs", None}, optional
+        The gradient. A callable ``jac(x, *args)`` returning an array shaped
+        like ``x``; ``True``: ``fun`` returns ``(f, gradient)`` (``fun`` is
+        then not traced for values or gradients); a finite-difference keyword:
+        scipy's estimate (handed to the scipy methods that take it, computed
+        with scipy's estimator for the others and the native methods); ``None``
+        or ``False``: AD (scipy would use finite differences). Anything else
+        raises ``ValueError``, where scipy would silently use differences.
+    hess : {callable, "2-point", "3-point", "cs", HessianUpdateStrategy, None}, optional
+        The Hessian. A callable ``hess(x, *args)`` returning a dense array
+        (``(n, n)`` or ``x.shape + x.shape``), a scipy sparse matrix or a
+        ``LinearOperator``; a finite-difference keyword (differences of the
+        gradient, by scipy's estimator); a
+        :class:`~scipy.optimize.HessianUpdateStrategy` such as
+        ``scipy.optimize.BFGS()`` or ``SR1()`` (quasi-Newton, updated at each
+        point where the Hessian is asked for); ``None``: AD. Native methods
+        form Hessian-vector products as ``H(x) @ p`` from it; scipy methods
+        that take it receive it as given.
+    hessp : callable, optional
+        ``hessp(x, p, *args) -> H(x) @ p``. Used for the products when given
+        (also alongside ``hess``, as scipy's trust-region methods do);
+        trust-exact builds its dense Hessian from it, one column per product,
+        when no ``hess`` is given.
+
+        Every derivative the caller gives wins over AD, for that derivative
+        only: e.g. ``jac=callable`` with neither ``hess`` nor ``hessp`` gets
+        exact AD Hessian products of ``fun`` (with ``jac=True``, of ``fun``'s
+        first output). If ``fun`` cannot be traced for those products and the
+        caller gave the gradient (``jac`` callable, ``True`` or a keyword), the
+        products fall back to forward differences of that gradient, with a
+        :class:`~newtonad.solvers.HessianFallbackWarning`.
+    bounds : sequence or scipy.optimize.Bounds, optional
+        Passed to scipy (L-BFGS-B, TNC, SLSQP, trust-constr, ...). Native
+        methods are unconstrained and ignore them with a ``RuntimeWarning``,
+        as scipy's do.
+    constraints : dict, constraint object or sequence of them, optional
+        Passed to scipy (SLSQP, trust-constr, COBYLA, COBYQA); constraint
+        functions without a ``jac`` get AD Jacobians (and, for trust-constr,
+        AD Hessians). A constraint that cannot be traced (``float(x[0])``, a
+        value-dependent ``if``) gets scipy's finite differences instead, with
+        a :class:`~newtonad.solvers.ConstraintFallbackWarning`. Native methods
+        ignore them with a ``RuntimeWarning``, as scipy's do.
     tol : float, optional
         Sets ``gtol`` (and ``xtol`` for newton-cg) as scipy does.
+    callback : callable, optional
+        ``callback(intermediate_result)`` receives an ``OptimizeResult`` with
+        ``x`` and ``fun`` after each iteration (``callback(xk)`` receives ``x``);
+        raising ``StopIteration`` ends the run with status 99.
     options : dict, optional
         scipy's option names for the same-named method (newton-cg: ``xtol``,
         ``maxiter``, ``disp``, ``return_all``, ``c1``; trust methods: ``gtol``,
@@ -120,48 +216,65 @@ def minimize(f: Any, x0: Any, args: Union[tuple, Any] = (), method: Union[str, C
         native method. Unknown
         names warn with ``OptimizeWarning``. ``disp=True`` prints a table of
         iteration, f, ‖g‖, radius or step length, inner iterations and time.
-    callback : callable, optional
-        ``callback(intermediate_result)`` receives an ``OptimizeResult`` with
-        ``x`` and ``fun`` after each iteration (``callback(xk)`` receives ``x``);
-        raising ``StopIteration`` ends the run with status 99.
-    bounds, constraints : optional
-        Passed to scipy (L-BFGS-B, TNC, SLSQP, trust-constr, ...); constraint
-        functions without a ``jac`` get AD Jacobians (and, for trust-constr,
-        AD Hessians). A constraint that cannot be traced (``float(x[0])``, a
-        value-dependent ``if``) gets scipy's finite differences instead, with a
-        :class:`~newtonad.solvers.ConstraintFallbackWarning`. Native methods
-        are unconstrained and ignore them with a ``RuntimeWarning``, as scipy does.
 
     Returns
     -------
     OptimizeResult
         ``x``, ``fun``, ``jac``, ``nit``, ``nfev``, ``njev``, ``nhev``, ``status``,
-        ``success``, ``message`` (native methods also ``ncg``, the total of inner
-        iterations, and ``time``). ``x`` is the best point found, whatever
-        stopped the run, and always finite; ``fun`` is the value there. Native
-        methods end within ``maxiter`` and ``max_time`` whatever ``f`` returns:
-        trial points where ``f`` or its gradient is nan or inf are rejected,
-        a Hessian with nan or inf in it gives a steepest-descent step, and a
-        run that does not succeed says in ``message`` how many such values it
-        met. A gradient exactly zero is success, even with ``gtol=0``.
-        Exceptions raised by ``f`` propagate unchanged.
+        ``success``, ``message``. Native methods also give ``ncg`` (the total of
+        inner iterations), ``time`` and ``nhvp``. ``x`` is the best point found,
+        whatever stopped the run, and always finite; ``fun`` is the value
+        there. Native methods end within ``maxiter`` and ``max_time`` whatever
+        ``fun`` returns: trial points where ``fun`` or its gradient is nan or
+        inf are rejected, a Hessian with nan or inf in it gives a
+        steepest-descent step, and a run that does not succeed says in
+        ``message`` how many such values it met. A gradient exactly zero is
+        success, even with ``gtol=0``. Exceptions raised by ``fun`` propagate
+        unchanged.
+
+        The counters count what scipy counts for the method: ``nfev`` and
+        ``njev`` evaluations of the value and the gradient (a value-and-gradient
+        AD pass counts once in each; finite-difference evaluations count);
+        ``nhev`` Hessian-vector products — or, for trust-exact, dense Hessians
+        formed, and for a ``hess`` given as a callable, a keyword or an update
+        strategy, Hessian matrices evaluated (plus any ``hessp`` calls). For
+        native methods ``nhvp`` counts every Hessian-vector product formed,
+        however it was formed (the ``n`` columns of each dense Hessian, products
+        ``H @ p`` with a given matrix), which is the cost to compare across
+        methods. Methods run in scipy report scipy's counts.
 
     Raises
     ------
     TypeError
-        For an ``f`` that is not callable, ``options`` that is not a dict, a
-        ``tol`` or numeric option that is not a number, or a ``callback`` that
-        is not callable.
+        For a ``fun`` that is not callable, ``options`` that is not a dict, a
+        ``tol`` or numeric option that is not a number, a ``hessp`` or
+        ``callback`` that is not callable.
     ValueError
         For a non-finite, empty or non-numeric ``x0``, an ``f(x0)`` or gradient
-        at ``x0`` that is not finite, an unknown method, bad option values, or
-        trust-exact above its size limit.
+        at ``x0`` that is not finite, an unknown method, a ``jac`` or ``hess``
+        of a kind scipy does not document, ``jac=True`` with a ``fun`` that does
+        not return ``(f, gradient)``, bad option values, or trust-exact above
+        its size limit.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> from scipy.optimize import rosen, rosen_der
+    >>> res = nad.minimize(rosen, np.array([-1.2, 1.0]), jac=rosen_der)  # AD Hessian products
+    >>> bool(res.success), np.round(res.x, 6).tolist()
+    (True, [1.0, 1.0])
     """
     _check_arguments(options, tol, callback)
+    jac_kind(jac)
+    hess_kind(hess)
+    check_hessp(hessp)
     x0 = check_x0(x0)
+    if x0.ndim == 0:
+        x0 = x0.reshape(1)  # as scipy's np.atleast_1d
     if not isinstance(args, tuple):
         args = (args,)
-    objective = _as_objective(f, args)
+    method = choose_method(method, bounds, constraints)
+    objective = _as_objective(fun, args, jac, hess, hessp)
     if callable(method):
         return minimize_with_scipy(objective, x0, method, tol=tol, options=options,
                                    callback=callback, bounds=bounds, constraints=constraints)
@@ -176,7 +289,7 @@ def minimize(f: Any, x0: Any, args: Union[tuple, Any] = (), method: Union[str, C
             warnings.warn(f"Method {method} cannot handle constraints.", RuntimeWarning,
                           stacklevel=2)
         opts = parse_options(meth, options, tol)
-        problem = FlatProblem(objective, x0.shape)
+        problem = FlatProblem(objective, x0.shape, dense_hessian_count=meth == "trust-exact")
         res = _run_native(meth, problem, x0.reshape(-1), opts,
                           wrap_callback(callback, problem.unflatten))
         if "hess" in res:

@@ -70,6 +70,9 @@ class FlatProblem:
         ``linearize_hessp(x)``, ``hess(x)`` and counters ``nfev``, ``njev``, ``nhev``.
     shape : tuple of int
         The shape of the objective's argument (the shape of ``x0``).
+    dense_hessian_count : bool
+        Report ``nhev`` as the number of dense Hessians formed (trust-exact, as
+        scipy counts), instead of Hessian-vector products.
 
     Notes
     -----
@@ -78,12 +81,15 @@ class FlatProblem:
     keeps them (they count real evaluations), otherwise the calls made here.
     """
 
-    def __init__(self, objective: Any, shape: tuple[int, ...]) -> None:
+    def __init__(self, objective: Any, shape: tuple[int, ...], *,
+                 dense_hessian_count: bool = False) -> None:
         self.objective = objective
         self.shape = tuple(shape)
         self.n = int(np.prod(self.shape, dtype=np.int64))
         self._flat = self.shape == (self.n,)
-        self._calls = {"nfev": 0, "njev": 0, "nhev": 0}
+        self.dense_hessian_count = dense_hessian_count
+        # nhev: Hessian-vector products (columns), nhess: dense Hessians formed here
+        self._calls = {"nfev": 0, "njev": 0, "nhev": 0, "nhess": 0}
         #: how often the objective gave nan or inf: values and gradients at trial
         #: points, and points where the Hessian (or a product with it) was not finite
         self.nonfinite = {"fun": 0, "jac": 0, "hess": 0}
@@ -159,19 +165,19 @@ class FlatProblem:
             return lin
         if self._flat:
             def apply(v: np.ndarray) -> np.ndarray:
-                calls["nhev"] += 1
+                calls["nhev"] += 1 if v.ndim == 1 else v.shape[1]
                 return lin(v)
         else:
             def apply(v: np.ndarray) -> np.ndarray:
-                calls["nhev"] += 1
+                calls["nhev"] += 1 if v.ndim == 1 else v.shape[1]
                 return np.asarray(lin(self._frame(v))).reshape(v.shape)
         return apply
 
     def hess(self, x: np.ndarray) -> np.ndarray:
         """Dense symmetric Hessian at ``x`` as an (n, n) float64 array."""
         n = self.n
+        self._calls["nhess"] += 1
         if self._hess is not None:
-            self._calls["nhev"] += 1
             h = np.asarray(self._hess(self.unflatten(x)), dtype=np.float64).reshape(n, n)
         else:  # assemble from identity frames, a block of columns at a time
             lin = self.linearize_hessp(x)
@@ -192,9 +198,30 @@ class FlatProblem:
 
     # -- counters -----------------------------------------------------------------
     def counts(self) -> dict[str, int]:
-        """Evaluation counters: the objective's own where it has them, else calls made here."""
+        """Evaluation counters for the result: ``nfev``, ``njev``, ``nhev`` and ``nhvp``.
+
+        ``nfev`` and ``njev`` are the objective's own counters where it keeps
+        them (they count real evaluations), else the calls made here. ``nhvp``
+        is the objective's ``nhvp`` (or, lacking it, its ``nhev``: an
+        ``Objective`` counts products) or the products asked here. ``nhev`` is
+        the number of dense Hessians formed when ``dense_hessian_count`` is set,
+        else the objective's ``nhev`` or the products asked here.
+        """
+        def theirs(name: str) -> Any:
+            value = getattr(self.objective, name, None)
+            return int(value) if isinstance(value, (int, np.integer)) else None
+
         out = {}
-        for name, mine in self._calls.items():
-            theirs = getattr(self.objective, name, None)
-            out[name] = int(theirs) if isinstance(theirs, (int, np.integer)) else mine
+        for name in ("nfev", "njev"):
+            value = theirs(name)
+            out[name] = self._calls[name] if value is None else value
+        products = theirs("nhvp")
+        if products is None:
+            products = theirs("nhev")
+        out["nhvp"] = self._calls["nhev"] if products is None else products
+        if self.dense_hessian_count:
+            out["nhev"] = self._calls["nhess"]
+        else:
+            value = theirs("nhev")
+            out["nhev"] = self._calls["nhev"] if value is None else value
         return out

@@ -24,6 +24,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 from scipy.optimize import (Bounds, LinearConstraint, NonlinearConstraint, OptimizeResult,
                             minimize as scipy_minimize)
+from scipy.sparse import issparse
 from scipy.sparse.linalg import LinearOperator
 
 __all__ = ["minimize_with_scipy", "SCIPY_METHODS", "ConstraintFallbackWarning",
@@ -38,6 +39,10 @@ SCIPY_METHODS = ("nelder-mead", "powell", "cg", "bfgs", "newton-cg", "l-bfgs-b",
 _NO_JAC = frozenset({"nelder-mead", "powell", "cobyla", "cobyqa"})
 _HESSP = frozenset({"newton-cg", "trust-ncg", "trust-constr", "trust-krylov"})
 _HESS = frozenset({"dogleg", "trust-exact"})
+#: which take the gradient as a finite-difference keyword, and the Hessian as a keyword or a
+#: HessianUpdateStrategy (scipy's lists in _minimize.py and the methods' own checks)
+_FD_JAC = frozenset({"trust-constr", "bfgs", "cg", "l-bfgs-b", "tnc", "slsqp"})
+_HESS_KEYWORDS = frozenset({"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"})
 # which use constraint Jacobians, and the Hessian of the constraints' Lagrangian term
 _CONSTRAINT_JAC = frozenset({"slsqp", "trust-constr", "_custom"})
 _CONSTRAINT_HESS = frozenset({"trust-constr", "_custom"})
@@ -257,6 +262,69 @@ def _prepare_callback(callback: Optional[Callable], flat: _Flat) -> Optional[Cal
     return old_style
 
 
+def _derivative_kwargs(objective: Any, meth: str, flat: _Flat, method: Any) -> dict[str, Any]:
+    """scipy's ``jac`` / ``hess`` / ``hessp`` for ``meth``: the caller's where given, else AD.
+
+    Finite-difference keywords and quasi-Newton strategies go to scipy as given
+    wherever scipy's method takes them (so its estimates respect ``bounds``);
+    where it does not (scipy's trust methods and Newton-CG need a callable
+    gradient, dogleg and trust-exact a callable Hessian), the objective computes
+    them with scipy's own estimator or strategy and scipy receives a callable.
+    Derivatives a method does not use are handed on only when the caller gave
+    them, so scipy warns about them as it would.
+    """
+    given = getattr(objective, "given", {"jac": None, "hess": None, "hessp": None})
+    jac, hess, hessp = given["jac"], given["hess"], given["hessp"]
+    kwargs: dict[str, Any] = {}
+    if meth in _NO_JAC:
+        if jac is not None and bool(jac):  # scipy's own warning; fun unpacks (f, g) itself
+            warnings.warn(f"Method {method} does not use gradient information (jac).",
+                          RuntimeWarning, stacklevel=4)
+    elif isinstance(jac, str) and meth in _FD_JAC:
+        kwargs["jac"] = jac
+    else:
+        grad = objective.jac
+        kwargs["jac"] = grad if flat.trivial else (lambda x: np.ravel(grad(flat.x(x))))
+    obj_hess = getattr(objective, "hess", None)
+    obj_hessp = getattr(objective, "hessp", None)
+    dense = None if obj_hess is None else (
+        lambda x: _flat_matrix(obj_hess(flat.x(x)), flat.n))
+    product = None if obj_hessp is None else (
+        lambda x, p: np.ravel(obj_hessp(flat.x(x), flat.x(p))))
+    custom = meth == "_custom"
+    if not (meth in _HESS or meth in _HESSP or custom):
+        # BFGS, L-BFGS-B, ...: a Hessian given goes on only so that scipy warns it is unused
+        kwargs.update({name: value for name, value in (("hess", hess), ("hessp", hessp))
+                       if value is not None})
+        return kwargs
+    if callable(hess):
+        user_hess, args = hess, objective.args
+        kwargs["hess"] = lambda x: _flat_matrix(user_hess(flat.x(x), *args), flat.n)
+    elif hess is not None:  # a keyword or an update strategy
+        kwargs["hess"] = hess if (meth in _HESS_KEYWORDS or custom) else dense
+    if hessp is not None:  # the caller's products; scipy warns if the method takes none
+        kwargs["hessp"] = product if (meth in _HESSP or custom) else hessp
+    # AD (or the caller's products, for a dense Hessian) supplies what is missing
+    if custom:
+        kwargs.setdefault("hess", dense)
+        kwargs.setdefault("hessp", product)
+    elif meth in _HESS:
+        kwargs.setdefault("hess", dense)
+    elif "hess" not in kwargs and "hessp" not in kwargs:
+        if product is not None:
+            kwargs["hessp"] = product
+        else:
+            kwargs["hess"] = dense
+    return {name: value for name, value in kwargs.items() if value is not None}
+
+
+def _flat_matrix(h: Any, n: int) -> Any:
+    """A Hessian as scipy wants it: (n, n) dense, or the sparse matrix / operator as is."""
+    if issparse(h) or isinstance(h, LinearOperator):
+        return h
+    return np.reshape(np.asarray(h, dtype=np.float64), (n, n))
+
+
 def minimize_with_scipy(objective: Any, x0: np.ndarray, method: Any, *, tol: Optional[float],
                         options: Optional[dict], callback: Optional[Callable], bounds: Any,
                         constraints: Any) -> OptimizeResult:
@@ -281,19 +349,7 @@ def minimize_with_scipy(objective: Any, x0: np.ndarray, method: Any, *, tol: Opt
     """
     flat = _Flat(x0.shape)
     meth = "_custom" if callable(method) else method
-    kwargs: dict[str, Any] = {}
-    if meth not in _NO_JAC:
-        jac = objective.jac
-        kwargs["jac"] = jac if flat.trivial else (lambda x: np.ravel(jac(flat.x(x))))
-    hessp = getattr(objective, "hessp", None)
-    hess = getattr(objective, "hess", None)
-    if meth in _HESSP or meth == "_custom":
-        if hessp is not None:
-            kwargs["hessp"] = lambda x, p: np.ravel(hessp(flat.x(x), flat.x(p)))
-        elif hess is not None and meth != "_custom":
-            kwargs["hess"] = lambda x: np.reshape(hess(flat.x(x)), (flat.n, flat.n))
-    if (meth in _HESS or meth == "_custom") and hess is not None:
-        kwargs["hess"] = lambda x: np.reshape(hess(flat.x(x)), (flat.n, flat.n))
+    kwargs = _derivative_kwargs(objective, meth, flat, method)
     if bounds is not None:
         kwargs["bounds"] = _prepare_bounds(bounds, flat)
     cons = _prepare_constraints(constraints, meth, flat, x0.ravel())
