@@ -12,12 +12,18 @@ a program that only differentiates starts without them.
 from importlib import import_module
 
 from . import numpy
+from .ad import scipy_dispatch
+from .ad.eager import Var  # Var's public home: the eager graph, whose backward lives there
 from .ad.program import Program
-from .ad.trace import TracerBoolError, Var
+from .ad.var import TracerBoolError
 from .api import grad, hessian, hvp, jacobian, jvp, linearize, trace, value_and_grad, vjp
 from .objective import Objective
 
 __version__ = "0.1.0"
+
+# Route SciPy's Python-level functions on traced values: wrap the SciPy modules imported
+# so far, and watch for the rest (see newtonad.ad.scipy_dispatch).
+scipy_dispatch.install()
 
 # public name -> (module, attribute or None for the module itself), imported on first use
 _LAZY = {"minimize": ("newtonad.solvers", "minimize"),

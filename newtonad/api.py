@@ -18,11 +18,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .ad import numpy_api as npa
 from .ad import transforms as tf
-from .ad import var_ops  # noqa: F401  (gives Var its numpy protocols)
 from .ad.engine import compile_program
+from .ad.numpy_api import fold_objects
 from .ad.program import Program, Slot
-from .ad.trace import Var, const_var, fold_objects, interpret, trace_function
+from .ad.trace import interpret, trace_function
+from .ad.var import Var, const_var
 
 # "numba": fused kernels compiled on first use and kept in the disk cache. "auto" (NumPy
 # until a program is hot, then numba) and "numpy" (the reference evaluator) are opt-ins.
@@ -402,8 +404,6 @@ def jacobian(f: Callable, *, engine: str | None = None) -> Callable:
 
 def _jacobian_traced(f, x, args):
     """Jacobian inside a trace: one forward frame of identity columns."""
-    from .ad import numpy_api as npa
-
     n = int(np.prod(x.shape, dtype=np.int64))
     eye = np.eye(n).reshape(tuple(x.shape) + (n,))
     _, t = jvp(f, x, const_var(eye), args)

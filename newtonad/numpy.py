@@ -5,7 +5,6 @@ that NumPy lacks (``logsumexp``, ``stop_gradient``). On plain arrays they return
 NumPy results.
 """
 
-from .ad import var_ops as _var_ops  # noqa: F401  (Var's numpy protocols)
 from .ad.numpy_api import (  # noqa: F401
     absolute, add, arccos, array, asarray, arcsin, arctan, arctan2, astype, atleast_1d, atleast_2d,
     broadcast_to, ceil, clip, concatenate, copy, cos, cosh, cumsum, diag, diagonal, diff,

@@ -16,9 +16,9 @@ goes stale. newtonad keeps its trace *and* stays current:
   (equal scalars excepted), changed array contents or a changed container length means
   the trace is stale and is made again;
 * captured float scalars and numeric arrays that reach a primitive are *lifted*: they
-  enter the program as data inputs rather than constants baked into it (see
-  :func:`lifted_var`), so a new value re-traces to the same program and reuses its
-  compiled kernels.
+  enter the program as data inputs rather than constants baked into it (``bind`` does
+  it: :func:`~newtonad.ad.var.lifted_var`), so a new value re-traces to the same
+  program and reuses its compiled kernels.
 
 Library code (NumPy, SciPy, newtonad itself, the standard library) is not walked, and
 modules and classes are taken as fixed. Data passed as ``args`` is an input of the
@@ -28,15 +28,14 @@ contents per call, so pass large data as ``args``.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import sysconfig
 import types
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
-from .program import Slot
+from .var import Var
 
 #: Top-level packages whose functions are not walked: their state is not the user's.
 _LIBRARIES = frozenset({"numpy", "scipy", "newtonad", "numba", "llvmlite", "builtins", "math",
@@ -69,7 +68,7 @@ class Guard:
     ----------
     liftable : dict
         ``id(value) -> value`` of the captured float scalars and numeric arrays that
-        may enter the program as data inputs (see :func:`lifted_var`).
+        may enter the program as data inputs (see :func:`~newtonad.ad.var.lifted_var`).
     """
 
     __slots__ = ("entries", "liftable")
@@ -192,8 +191,6 @@ class _Walker:
 
     def value(self, place: tuple[Any, Any], v: Any, depth: int) -> None:
         """Record where ``v`` was read and what it held, then walk into it."""
-        from .trace import Var
-
         if isinstance(v, (types.ModuleType, type, Var)):
             return  # fixed, or (a Var) an enclosing trace's value, passed to it as data
         if isinstance(v, _SCALARS):
@@ -283,48 +280,4 @@ def find_captures(fun: Callable) -> Guard | None:
     return walker.guard if walker.guard.entries else None
 
 
-# ---- lifting captured values into program inputs ---------------------------------------------
-
-_lifting: list[tuple[dict[int, Any], dict[int, Any]]] = []  # per trace level: (liftable, lifted)
-
-
-@contextlib.contextmanager
-def lifting(guard: Guard | None) -> Iterator[None]:
-    """While tracing, let the guard's captured values enter as data inputs."""
-    _lifting.append((guard.liftable if guard is not None else {}, {}))
-    try:
-        yield
-    finally:
-        _lifting.pop()
-
-
-def lifted_var(value: Any) -> Any:
-    """The input Var standing for a captured value met by ``bind``, or ``None``.
-
-    Only the innermost trace lifts; the Var is made once per value, so every use of a
-    captured array shares one program input. The Var holds the guard's snapshot, which
-    equals the user's value for as long as the guard passes.
-    """
-    if not _lifting:
-        return None
-    liftable, lifted = _lifting[-1]
-    key = id(value)
-    if key not in liftable:
-        return None
-    var = lifted.get(key)
-    if var is None:
-        from .trace import Var
-
-        snapshot = np.asarray(liftable[key])
-        if snapshot.dtype.kind == "f":
-            snapshot = snapshot.astype(np.float64, copy=snapshot.dtype != np.float64)
-        elif snapshot.dtype.kind in "iu":
-            snapshot = snapshot.astype(np.int64, copy=snapshot.dtype != np.int64)
-        if snapshot.shape == ():
-            snapshot = np.array(snapshot)  # a private 0-d array, not the user's scalar
-        var = lifted[key] = Var(snapshot, aval=Slot(snapshot.shape, snapshot.dtype.name),
-                                captured=True)
-    return var
-
-
-__all__ = ["Guard", "find_captures", "lifting", "lifted_var"]
+__all__ = ["Guard", "find_captures"]

@@ -6,8 +6,9 @@ and writes it in primitives: ``np.mean`` is a sum and a division, ``np.dot`` and
 slicing plus a gather. Plain arrays in, plain NumPy out: with no Var among the
 arguments, ``bind`` evaluates directly.
 
-The tables ``UFUNCS`` and ``FUNCTIONS`` serve Var's ``__array_ufunc__`` and
-``__array_function__`` (NEP 13 / NEP 18), so ordinary ``np.*`` calls trace.
+The tables ``UFUNCS`` and ``FUNCTIONS`` (this module's entries) are registered in
+:mod:`.dispatch`, where Var's ``__array_ufunc__`` and ``__array_function__`` (NEP 13 /
+NEP 18) and its operators find them, so ordinary ``np.*`` calls trace.
 """
 
 from __future__ import annotations
@@ -20,25 +21,20 @@ from typing import Any
 
 import numpy as np
 
+from . import dispatch
+from .dispatch import implements_method
 from .primitives import elementwise as ew
 from .primitives import linalg as la
 from .primitives import reductions as rd
 from .primitives import sorting as srt
 from .primitives import structural as st
 from .primitives.core import shape_of
-from .trace import Var
+from .primitives.decompositions import svdvals as _svdvals
+from .primitives.special import hypot as _scaled_hypot
+from .var import Var, const_var
 
 UFUNCS: dict[str, Any] = {}
 FUNCTIONS: dict[Any, Any] = {}
-
-
-def implements(*numpy_funcs):
-    """Register ``fn`` as the traced version of NumPy functions."""
-    def register(fn):
-        for f in numpy_funcs:
-            FUNCTIONS[f] = fn
-        return fn
-    return register
 
 
 def asvar_or_array(x: Any) -> Any:
@@ -65,6 +61,29 @@ def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
     if isinstance(axis, (tuple, list)):
         return tuple(sorted(_normalize_axis(a, ndim) for a in axis))
     return (_normalize_axis(axis, ndim),)
+
+
+# ---- lists of traced values ------------------------------------------------------------
+
+@implements_method("fold_objects")
+def fold_objects(value: np.ndarray) -> Var | None:
+    """One traced array from an object array of Vars and numbers; ``None`` if it holds no Var.
+
+    NumPy makes such arrays from lists of traced values (``np.array([a, b])``, ``np.r_``,
+    ``np.append(x, [t, 8.0])``); this is where they become one program value again
+    (``bind`` calls it, through :mod:`.dispatch`, on any object array it meets).
+    """
+    entries = list(value.flat)
+    like = next((e for e in entries if isinstance(e, Var)), None)
+    if like is None:
+        return None
+    bad = next((e for e in entries if not isinstance(e, (Var, bool, int, float, np.number))), None)
+    if bad is not None or any(isinstance(e, Var) and e.shape != () for e in entries):
+        raise TypeError(f"an array built from traced values holds {type(bad).__name__ if bad is not None else 'an array'}"
+                        "; build it with np.stack or np.concatenate of arrays of one shape")
+    parts = [st.reshape(e if isinstance(e, Var) else const_var(e, like), (1,)) for e in entries]
+    flat = parts[0] if len(parts) == 1 else st.concatenate(parts, 0)
+    return st.reshape(flat, tuple(value.shape))
 
 
 # ---- elementwise ----------------------------------------------------------------------
@@ -117,9 +136,7 @@ def log10(x): return ew.div(log(x), math.log(10.0))
 def exp2(x): return exp(ew.mul(x, math.log(2.0)))
 def hypot(x, y):
     """``sqrt(x**2 + y**2)`` computed scaled, as NumPy does: no overflow at 1e200."""
-    from .primitives.special import hypot as scaled_hypot
-
-    return scaled_hypot(x, y)
+    return _scaled_hypot(x, y)
 def stop_gradient(x): return ew.stop_gradient(x)
 
 
@@ -640,15 +657,13 @@ def _vector_norm(x, ord, axis: int, keepdims: bool):
 
 
 def _matrix_norm(x, ord, axis: tuple, keepdims: bool):
-    from .primitives.decompositions import svdvals
-
     nd = _ndim(x)
     row, col = (_normalize_axis(int(a), nd) for a in axis)
     if row == col:
         raise ValueError("Duplicate axes given.")
     by_string = isinstance(ord, str)
     if not by_string and ord in (2, -2) or ord == "nuc":
-        s = svdvals(moveaxis(x, (row, col), (-2, -1)))
+        s = _svdvals(moveaxis(x, (row, col), (-2, -1)))
         ret = sum(s, axis=-1) if ord == "nuc" else (max if ord == 2 else min)(s, axis=-1)
     elif not by_string and ord in (1, -1):  # largest / smallest column sum
         pick = max if ord == 1 else min
@@ -875,6 +890,7 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
     return c if shape == () else st.broadcast_to(c, shape)
 
 
+@implements_method("astype")
 def astype(x, dtype, copy=True):
     dtype = np.dtype(dtype)
     if dtype.kind != "f" and _is_var(x) and x.dtype.kind == "f":
@@ -980,6 +996,7 @@ def _check_mask_shape(x, key: tuple, j: int) -> None:
                              f"boolean axis is {m}")
 
 
+@implements_method("getitem")
 def getitem(x, key):
     """NumPy indexing: basic slicing, None, Ellipsis, integer and boolean arrays."""
     if not isinstance(key, tuple):
@@ -1556,6 +1573,7 @@ UFUNCS["fmin"] = minimum
 
 # ufunc.reduce on a Var (np.add.reduce, np.maximum.reduce, …)
 UFUNC_REDUCE = {"add": sum, "multiply": prod, "maximum": max, "minimum": min}
+dispatch.UFUNC_REDUCE.update(UFUNC_REDUCE)
 
 _np_functions = {
     np.sum: sum, np.prod: prod, np.max: max, np.amax: max, np.min: min, np.amin: min,
@@ -1593,3 +1611,5 @@ FUNCTIONS.update({
     np.fft.ifftshift: ifftshift,
     **{getattr(np.fft, name): _complex_out_of_scope(name) for name in _FFT_COMPLEX},
 })
+dispatch.UFUNCS.update(UFUNCS)
+dispatch.FUNCTIONS.update(FUNCTIONS)

@@ -1,7 +1,7 @@
 """Linear algebra on traced arrays: ``np.linalg``, ``scipy.linalg`` and matrix helpers.
 
-Registered in :data:`FUNCTIONS` (keyed by the NumPy / SciPy function object), merged
-into Var's ``__array_function__`` table by :mod:`newtonad.ad.var_ops`. The primitives
+Registered in :data:`FUNCTIONS` (keyed by the NumPy / SciPy function object) and in
+:data:`newtonad.ad.dispatch.FUNCTIONS`, where Var's ``__array_function__`` finds them. The primitives
 underneath are in :mod:`newtonad.ad.primitives.decompositions` (solve, triangular_solve,
 cholesky, eigh, svd, svdvals, qr, pinv, logabsdet, det_sign); everything else here is a
 composition of them, so gradients and Hessians follow.
@@ -49,6 +49,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import dispatch
 from . import numpy_api as npa
 from .primitives import decompositions as dec
 from .primitives import elementwise as ew
@@ -438,13 +439,11 @@ imported (by the user, or by anything else)."""
 
 
 def register_scipy_linalg() -> None:
-    """Add the scipy.linalg functions to :data:`FUNCTIONS` (and to Var's merged table)."""
+    """Add the scipy.linalg functions to :data:`FUNCTIONS` and to the dispatch table."""
     module = sys.modules["scipy.linalg"]
     table = {getattr(module, name): fn for name, fn in SCIPY_LINALG.items()}
     FUNCTIONS.update(table)
-    var_ops = sys.modules.get("newtonad.ad.var_ops")
-    if var_ops is not None and hasattr(var_ops, "FUNCTIONS"):
-        var_ops.FUNCTIONS.update(table)
+    dispatch.FUNCTIONS.update(table)
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -506,3 +505,5 @@ for _name, _fn in {"svdvals": svdvals, "matrix_norm": matrix_norm, "vector_norm"
                    "cross": cross, "diagonal": linalg_diagonal, "trace": linalg_trace}.items():
     if hasattr(np.linalg, _name):  # NumPy 2 array-API names
         FUNCTIONS[getattr(np.linalg, _name)] = _fn
+
+dispatch.FUNCTIONS.update(FUNCTIONS)

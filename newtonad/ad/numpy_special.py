@@ -1,7 +1,7 @@
 """Special functions on traced arrays: ``scipy.special``, ``scipy.stats`` and the
 elementwise NumPy functions that are compositions of primitives.
 
-Three tables, merged or read by other modules:
+Three tables, each registered in the table of the same name in :mod:`.dispatch`:
 
 * :data:`UFUNCS` (ufunc name -> impl) serves ``__array_ufunc__``: ``np.arcsinh(x)`` and
   SciPy's ufuncs (``scipy.special.erf(x)``, ``expit``, ``gammaln``, ...) reach it with no
@@ -26,11 +26,13 @@ from typing import Any
 
 import numpy as np
 
+from . import dispatch
 from . import numpy_api as npa
 from .primitives import elementwise as ew
 from .primitives import special as sp
+from .primitives import structural as st
 from .primitives.core import shape_of
-from .trace import Var
+from .var import Var
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -80,8 +82,6 @@ def _reduced(out: Any, a_shape: tuple[int, ...], axis: Any, keepdims: bool) -> A
 
 
 def ew_reshape(x: Any, shape: tuple[int, ...]) -> Any:
-    from .primitives import structural as st
-
     return st.reshape(x, shape) if shape_of(x) != shape else x
 
 
@@ -362,3 +362,7 @@ SCIPY_FUNCTIONS: dict[str, Any] = {
     "scipy.stats.multivariate_normal.logpdf": multivariate_normal_logpdf,
     "scipy.stats.multivariate_normal.pdf": multivariate_normal_pdf,
 }
+
+dispatch.UFUNCS.update(UFUNCS)
+dispatch.FUNCTIONS.update(FUNCTIONS)
+dispatch.SCIPY_FUNCTIONS.update(SCIPY_FUNCTIONS)

@@ -13,10 +13,11 @@ version; otherwise it calls SciPy's original, unchanged. Methods of a distributi
 exact class, so ``scipy.stats.norm(0, 1).logpdf(x)`` (a frozen distribution calls the
 class's method) routes too.
 
-What is routed: the entries of :data:`newtonad.ad.numpy_special.SCIPY_FUNCTIONS`
-(dotted public names) and every key of the merged ``FUNCTIONS`` table of
-:mod:`newtonad.ad.var_ops` that is a SciPy function (``__module__`` ``scipy.*``; the
-linear-algebra helpers register ``scipy.linalg`` functions there).
+What is routed: the entries of :data:`newtonad.ad.dispatch.SCIPY_FUNCTIONS` (dotted
+public names) and every key of :data:`newtonad.ad.dispatch.FUNCTIONS` that is a SciPy
+function (``__module__`` ``scipy.*``; the linear-algebra helpers register
+``scipy.linalg`` functions there). The NumPy layer fills both tables; this module only
+reads them.
 
 When wrappers are installed, and the sharp bit
 ---------------------------------------------
@@ -34,7 +35,8 @@ module itself. Wrappers go in:
 
 A name bound *before* its wrapper existed keeps SciPy's original: ``from scipy.special
 import logsumexp`` followed by ``import newtonad`` binds the unwrapped function, and
-calling it on a tracer fails inside ``np.asarray``. :func:`scipy_caller_hint` finds
+calling it on a tracer fails inside ``np.asarray``. :func:`scipy_caller_hint` (kept in
+:mod:`.dispatch`, which records the wrapped originals, so Var can call it) finds
 such a call on the Python stack so the tracing error can name the function and the
 fix: call ``newtonad.scipy.special.logsumexp``, import newtonad before binding the
 name, or call it through its module (``scipy.special.logsumexp(...)``).
@@ -46,12 +48,13 @@ import functools
 import sys
 from typing import Any, Callable
 
+from .dispatch import FUNCTIONS, SCIPY_FUNCTIONS, remember_original, scipy_caller_hint
+from .var import Var
+
 _WATCHED = ("scipy.special", "scipy.stats", "scipy.linalg")
 _installed: set[str] = set()          # modules whose functions are wrapped
 _finding: set[str] = set()            # imports this hook is resolving (other hooks call back)
 _table_size = [-1]                    # size of the routed tables when last installed
-# code object of a wrapped original -> (public name, class of the instance or None)
-_ORIGINAL_CODE: dict[Any, list[tuple[str, type | None]]] = {}
 
 
 # ---- what is routed ------------------------------------------------------------------------
@@ -67,13 +70,11 @@ def routed() -> dict[str, dict[str, Callable]]:
     Attribute paths are ``logsumexp`` for a module function and ``norm.logpdf`` for a
     method of a distribution instance.
     """
-    from . import numpy_special, var_ops
-
     table: dict[str, dict[str, Callable]] = {}
-    for name, impl in numpy_special.SCIPY_FUNCTIONS.items():
+    for name, impl in SCIPY_FUNCTIONS.items():
         parts = name.split(".")
         table.setdefault(".".join(parts[:2]), {})[".".join(parts[2:])] = impl
-    for fn, impl in list(var_ops.FUNCTIONS.items()):
+    for fn, impl in list(FUNCTIONS.items()):
         module = getattr(fn, "__module__", None) or ""
         if module.startswith("scipy.") and hasattr(fn, "__name__"):
             table.setdefault(_public_module(module), {}).setdefault(fn.__name__, impl)
@@ -81,17 +82,13 @@ def routed() -> dict[str, dict[str, Callable]]:
 
 
 def _tables_size() -> int:
-    from . import numpy_special, var_ops
-
-    return len(var_ops.FUNCTIONS) + len(numpy_special.SCIPY_FUNCTIONS)
+    return len(FUNCTIONS) + len(SCIPY_FUNCTIONS)
 
 
 # ---- the wrappers ----------------------------------------------------------------------------
 
 def has_var(args: tuple, kwargs: dict) -> bool:
     """Is a newtonad Var among ``args`` / ``kwargs`` (also inside lists and tuples)?"""
-    from .trace import Var
-
     def any_var(values: Any, depth: int = 0) -> bool:
         for v in values:
             if isinstance(v, Var):
@@ -126,12 +123,6 @@ def _dispatching_method(cls: type, original: Callable, impl: Callable) -> Callab
     return method
 
 
-def _remember(original: Any, public_name: str, cls: type | None) -> None:
-    code = getattr(original, "__code__", None)
-    if code is not None:
-        _ORIGINAL_CODE.setdefault(code, []).append((public_name, cls))
-
-
 def _wrap_module(module: Any, entries: dict[str, Callable]) -> None:
     for path, impl in entries.items():
         *owner_path, attr = path.split(".")
@@ -146,14 +137,14 @@ def _wrap_module(module: Any, entries: dict[str, Callable]) -> None:
             cls = type(owner)
             original = getattr(cls, attr)
             setattr(cls, attr, _dispatching_method(cls, original, impl))
-            _remember(original, public_name, cls)
+            remember_original(original, public_name, cls)
         else:
             wrapper = dispatching(current, impl)
             # pickle finds functions by __module__ and __qualname__: point it at the
             # wrapper (the private module holding the original has the original)
             wrapper.__module__, wrapper.__qualname__ = module.__name__, attr
             setattr(module, attr, wrapper)
-            _remember(current, public_name, None)
+            remember_original(current, public_name, None)
 
 
 def install_pending() -> None:
@@ -228,35 +219,4 @@ def install() -> None:
     install_pending()
 
 
-# ---- the hint for names bound before their wrapper ----------------------------------------------
-
-def scipy_caller_hint() -> str | None:
-    """A sentence naming the routed SciPy function on the call stack, with the fix.
-
-    Walks the Python stack (``sys._getframe``) for a frame executing the original
-    (unwrapped) code of a SciPy function newtonad routes. Returns ``None`` when no such
-    frame is found. For the error path of tracing (``Var.__array__`` and friends).
-    """
-    if not _ORIGINAL_CODE:
-        return None
-    frame = sys._getframe(1)
-    while frame is not None:
-        for public_name, cls in _ORIGINAL_CODE.get(frame.f_code, ()):
-            if cls is None or type(frame.f_locals.get("self")) is cls:
-                return _hint_text(public_name, cls is not None)
-        frame = frame.f_back
-    return None
-
-
-def _hint_text(public_name: str, method: bool) -> str:
-    module, _, attr = public_name.rpartition(".")
-    ours = "newtonad." + public_name
-    if method:
-        return (f"{public_name} received a traced value but ran SciPy's own code, which "
-                f"needs concrete numbers (a method bound before newtonad routed it). Call "
-                f"{ours}(...) or {public_name}(...) itself, not a saved bound method.")
-    return (f"{public_name} was called on a traced value through a name bound before "
-            f"newtonad could route it (for example `from {module} import {attr}` before "
-            f"`import newtonad`), so SciPy's own code ran and needed concrete numbers. "
-            f"Use {ours}, import newtonad before binding the name, or call "
-            f"{public_name}(...) through its module.")
+__all__ = ["dispatching", "has_var", "install", "install_pending", "routed", "scipy_caller_hint"]

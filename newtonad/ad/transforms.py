@@ -23,12 +23,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .primitives.core import UndefPrimal, const_p, tangent_layout, zeros
-from .primitives.elementwise import add_any, div, mul, neg
-from .primitives.structural import broadcast_to, reshape
+from .primitives.core import UndefPrimal, const_p, tangent_layout
+from .primitives.elementwise import add_any, convert, div, mul, neg
+from .primitives.structural import broadcast_to, reshape, zeros
 from .program import Program, Slot
 from .remat import choose as choose_residuals, slot_kinds
-from .trace import Op, Var, bind, interpret, is_float, new_tracer, to_program
+from .trace import interpret, to_program
+from .var import Var, bind, is_float, new_tracer
 
 
 def _build(inputs: Sequence[Var], outputs: Sequence[Any]) -> Program:
@@ -54,8 +55,6 @@ def frame_slot(slot: Slot, k: int | None) -> Slot:
 def _fit(t: Any, shape: tuple[int, ...]) -> Any:
     """Bring a rule's tangent to the exact frame shape (scalar → broadcast, dtype)."""
     if t.aval.dtype != "float64":
-        from .primitives.elementwise import convert
-
         t = convert(t, dtype="float64")
     return t if t.shape == shape else broadcast_to(t, shape)
 
@@ -411,31 +410,6 @@ def simplify(program: Program) -> Program:
     return _build(roots, [env[i] for i in program.outputs])
 
 
-# ---- eager backward (seed 002) -------------------------------------------------------------
-
-@functools.lru_cache(maxsize=1024)
-def _op_pullback(primitive, params: tuple, avals: tuple[Slot, ...], wrt: tuple[int, ...]):
-    from .engine.numpy_eval import compile_program
-
-    xs = _tracers(avals)
-    program = _build(xs, [bind(primitive, *xs, **dict(params))])
-    return compile_program(vjp_program(program, None, wrt))
-
-
-def op_vjp(op: Op, out_ct: np.ndarray) -> list[np.ndarray | None]:
-    """Cotangents of an eager Op's arguments, from the vjp of its one-step program."""
-    wrt = tuple(i for i, a in enumerate(op.args) if not a.const and is_float(a.aval))
-    if not wrt:
-        return [None] * len(op.args)
-    params = tuple(sorted(op.params.items()))
-    run = _op_pullback(op.primitive, params, tuple(a.aval for a in op.args), wrt)
-    results = run(*[np.asarray(a.value) for a in op.args], np.asarray(out_ct))
-    cts: list[np.ndarray | None] = [None] * len(op.args)
-    for i, ct in zip(wrt, results[1:]):
-        cts[i] = ct
-    return cts
-
-
 __all__ = ["jvp_program", "partial_eval", "fold_scalings", "linearize_program",
            "transpose_program", "vjp_program", "value_and_grad_program", "grad_program",
-           "hvp_program", "linearized_hvp", "select_outputs", "simplify", "frame_slot", "op_vjp"]
+           "hvp_program", "linearized_hvp", "select_outputs", "simplify", "frame_slot"]

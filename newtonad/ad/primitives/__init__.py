@@ -1,9 +1,14 @@
-"""Primitives, one module per family; importing this package registers them all."""
+"""Primitives, one module per family, each primitive with all its rules in one place.
 
-from . import core, elementwise, linalg, reductions, structural  # noqa: F401
-from . import special  # noqa: F401
-from . import sorting  # noqa: F401
-from . import decompositions  # noqa: F401
+The families depend on each other one way: :mod:`.core` (the Primitive object, ``const``)
+← :mod:`.structural` (shapes, broadcasting and its transpose ``reduce_sum``, frames) ←
+:mod:`.elementwise` ← :mod:`.reductions`, :mod:`.linalg`, :mod:`.special`,
+:mod:`.sorting` ← :mod:`.decompositions`. :data:`REGISTRY` maps each name to its
+primitive (programs are pickled by primitive name).
+"""
+
+from . import core, decompositions, elementwise, linalg, reductions, sorting, special, structural
 from .core import REGISTRY, Primitive, UndefPrimal, const_p
 
-__all__ = ["REGISTRY", "Primitive", "UndefPrimal", "const_p"]
+__all__ = ["REGISTRY", "Primitive", "UndefPrimal", "const_p", "core", "decompositions",
+           "elementwise", "linalg", "reductions", "sorting", "special", "structural"]

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..program import ArrayConst, Slot
-from ..trace import Var, bind
+from ..var import Var, bind
 
 REGISTRY: dict[str, "Primitive"] = {}
 
@@ -118,13 +118,6 @@ def framed() -> bool:
     return _layout["framed"]
 
 
-def lift(x: Any) -> Any:
-    """A primal of shape ``s`` made to broadcast against tangents: ``s + (1,)`` for frames."""
-    from .structural import reshape
-
-    return reshape(x, shape_of(x) + (1,)) if _layout["framed"] else x
-
-
 def frame_cols(t: Any, primal_ndim: int) -> tuple[int, ...]:
     """The trailing column axis of a tangent frame (empty for a single tangent)."""
     return shape_of(t)[primal_ndim:]
@@ -144,18 +137,3 @@ def _const_shape(*, value: Any, dtype: str) -> Slot:
 
 
 const_p = Primitive("const", impl=_const_impl, shape=_const_shape)
-
-
-def zeros(shape: tuple[int, ...], dtype: str = "float64") -> Any:
-    """A float zero array of ``shape``, as a broadcast scalar (never materialised in code)."""
-    from .structural import broadcast_to
-
-    z = Var(np.zeros((), dtype=dtype), const=True)
-    return z if shape == () else broadcast_to(z, shape)
-
-
-def full(shape: tuple[int, ...], value: float, dtype: str = "float64") -> Any:
-    from .structural import broadcast_to
-
-    c = Var(np.asarray(value, dtype=dtype), const=True)
-    return c if shape == () else broadcast_to(c, shape)

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..program import Slot
+from ..var import Var
 from .core import Primitive, is_undef, shape_of
 from .elementwise import add, div, eq, mul, neg, scale, select, sub
 from .linalg import einsum, parse
@@ -97,8 +98,6 @@ def diag_part(p: Any, nb: int) -> Any:
 def eye(n: int, batch: tuple[int, ...] = (), like: Any = None) -> Any:
     """The identity, broadcast over ``batch``: one n×n constant in a program when ``like``
     is traced (a Var), a plain NumPy array otherwise."""
-    from ..trace import Var
-
     e = Var(np.eye(n), const=True) if isinstance(like, Var) else np.eye(n)
     return broadcast_to(e, batch + (n, n)) if batch else e
 

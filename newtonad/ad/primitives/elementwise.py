@@ -12,7 +12,9 @@ from typing import Any
 import numpy as np
 
 from ..program import Slot
-from .core import Primitive, aval_of, is_undef, lift, shape_of
+from ..var import Var
+from .core import Primitive, is_undef
+from .structural import lift, unbroadcast
 
 
 # ---- shape rules --------------------------------------------------------------------
@@ -48,21 +50,6 @@ def add_any(a: Any, b: Any) -> Any:
 def scale(t: Any, factor: Any) -> Any:
     """A tangent frame times a primal factor; ``None`` stays ``None``."""
     return None if t is None else mul(t, lift(factor))
-
-
-def unbroadcast(ct: Any, shape: tuple[int, ...]) -> Any:
-    """Sum ``ct`` down to ``shape``: the transpose of NumPy broadcasting."""
-    from .reductions import reduce_sum
-    from .structural import reshape
-
-    ct_shape = shape_of(ct)
-    if ct_shape == shape:
-        return ct
-    lead = len(ct_shape) - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(shape) if n == 1 and ct_shape[lead + i] != 1)
-    summed = reduce_sum(ct, axes=axes) if axes else ct
-    return reshape(summed, shape)
 
 
 def _linear_binary_transpose(ct: Any, x: Any, y: Any, *, sign: float) -> list[Any]:
@@ -271,8 +258,6 @@ def _select_transpose(ct, c, a, b):
 
 
 def _is_zero_const(x: Any) -> bool:
-    from ..trace import Var
-
     value = x.value if isinstance(x, Var) and x.const else x
     return value is not None and not isinstance(value, Var) and np.all(np.asarray(value) == 0)
 
@@ -326,7 +311,3 @@ def gt(x, y): return gt_p(x, y)
 def select(c, a, b): return select_p(c, a, b)
 def convert(x, *, dtype): return convert_p(x, dtype=dtype)
 def stop_gradient(x): return stop_gradient_p(x)
-
-
-def aval_dtype(x: Any) -> str:
-    return aval_of(x).dtype

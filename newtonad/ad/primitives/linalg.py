@@ -14,7 +14,7 @@ import numpy as np
 from ..program import Slot
 from .core import Primitive, framed, is_undef, shape_of
 from .elementwise import add_any
-from .structural import broadcast_to
+from .structural import broadcast_to, reshape
 
 
 def parse(spec: str) -> tuple[list[str], str]:
@@ -69,8 +69,6 @@ def _einsum_transpose(ct, a, b, *, spec):
     if present != st:
         sizes = dict(zip(st, target.shape))
         shape = tuple(sizes[c] if c in present else 1 for c in st)
-        from .structural import reshape
-
         ct_t = broadcast_to(reshape(ct_t, shape), target.shape)
     return [ct_t, None] if is_undef(a) else [None, ct_t]
 

@@ -1,7 +1,9 @@
-"""Reductions over static axes (no keepdims: the numpy layer reshapes) and cumsum.
+"""Reductions over static axes (no keepdims: the numpy layer reshapes), cumsum and the
+linear scan under cumprod.
 
 Axes always refer to primal axes; a frame's column axis is the last one and is never
-reduced, so the same ``axes`` serve primal and tangent.
+reduced, so the same ``axes`` serve primal and tangent. ``reduce_sum`` is defined with
+``broadcast_to`` (:mod:`.structural`), whose transpose it is.
 """
 
 from __future__ import annotations
@@ -11,39 +13,10 @@ from typing import Any
 import numpy as np
 
 from ..program import Slot
-from .core import Primitive, aval_of, lift, shape_of
+from .core import Primitive, aval_of, is_undef, shape_of
 from .elementwise import add, convert, div, eq, mul, select, sub
-
-
-def _reduced_shape(x: Slot, *, axes: tuple[int, ...]) -> Slot:
-    for a in axes:
-        if not 0 <= a < x.ndim:
-            raise ValueError(f"axis {a} is out of range for shape {x.shape}")
-    return Slot(tuple(n for i, n in enumerate(x.shape) if i not in axes), x.dtype)
-
-
-def keepdims_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(1 if i in axes else n for i, n in enumerate(shape))
-
-
-def expand_reduced(y: Any, in_shape: tuple[int, ...], axes: tuple[int, ...]) -> Any:
-    """Reshape a reduced value (or frame) so it broadcasts against the unreduced one."""
-    from .structural import reshape
-
-    tail = shape_of(y)[len(in_shape) - len(axes):]  # a frame's column axis, if any
-    return reshape(y, keepdims_shape(in_shape, axes) + tail)
-
-
-def _sum_transpose(ct, x, *, axes):
-    from .structural import broadcast_to
-
-    return [broadcast_to(expand_reduced(ct, x.shape, axes), x.shape)]
-
-
-reduce_sum_p = Primitive(
-    "reduce_sum", impl=lambda x, *, axes: np.sum(x, axis=axes), shape=_reduced_shape,
-    jvp=lambda p, t, out, *, axes: reduce_sum(t[0], axes=axes),
-    transpose=_sum_transpose)
+from .structural import (_reduced_shape, broadcast_to, expand_reduced, keepdims_shape, lift,
+                         reduce_sum, reduce_sum_p, slice_, unslice)
 
 
 def _extremum_jvp(primals, tangents, out, *, axes):
@@ -140,8 +113,6 @@ def _scan_shape(a: Slot, b: Slot, *, axis: int, reverse: bool) -> Slot:
 
 def shift_along(x, axis: int, reverse: bool):
     """``x`` moved one step along ``axis`` (``y_i = x_(i-1)``, or ``x_(i+1)`` reversed), 0 in."""
-    from .structural import slice_, unslice
-
     shape = shape_of(x)
     n = shape[axis]
     lead = [(0, m, 1) for m in shape[:axis]]
@@ -162,8 +133,6 @@ def _scan_jvp(primals, tangents, out, *, axis, reverse):
 
 
 def _scan_transpose(ct, a, b, *, axis, reverse):
-    from .core import is_undef
-
     if is_undef(a) or not is_undef(b):
         raise ValueError("linear_scan is linear in b only, with a known")
     # y = L b with L lower triangular, L_ij = a_(j+1) ... a_i; L^T runs the other way.
@@ -180,8 +149,6 @@ def linear_scan(a, b, *, axis, reverse=False):
 
     ``a`` and ``b`` broadcast against each other (a tangent frame against a lifted primal).
     """
-    from .structural import broadcast_to
-
     shape = tuple(np.broadcast_shapes(shape_of(a), shape_of(b)))
     a = broadcast_to(convert(a, dtype="float64") if aval_dtype(a) != "float64" else a, shape)
     b = broadcast_to(convert(b, dtype="float64") if aval_dtype(b) != "float64" else b, shape)
@@ -190,15 +157,12 @@ def linear_scan(a, b, *, axis, reverse=False):
 
 def cumprod(x, *, axis):
     """Running product along ``axis``: ``linear_scan`` with ``a = x`` started at ``x_0``."""
-    from .structural import slice_, unslice
-
     shape = shape_of(x)
     lead = [(0, m, 1) for m in shape[:axis]]
     first = unslice(slice_(x, lead + [(0, 1, 1)]), shape, lead + [(0, 1, 1)])
     return linear_scan(x, first, axis=axis)
 
 
-def reduce_sum(x, *, axes): return reduce_sum_p(x, axes=tuple(axes))
 def reduce_max(x, *, axes): return reduce_max_p(x, axes=tuple(axes))
 def reduce_min(x, *, axes): return reduce_min_p(x, axes=tuple(axes))
 def reduce_prod(x, *, axes): return reduce_prod_p(x, axes=tuple(axes))
@@ -209,6 +173,5 @@ def aval_dtype(x: Any) -> str:
     return aval_of(x).dtype
 
 
-__all__ = ["linear_scan", "cumprod", "add", "reduce_sum", "reduce_max", "reduce_min",
-           "reduce_prod", "cumsum",
-           "expand_reduced", "keepdims_shape"]
+__all__ = ["linear_scan", "cumprod", "reduce_sum", "reduce_sum_p", "reduce_max", "reduce_min",
+           "reduce_prod", "cumsum", "expand_reduced", "keepdims_shape"]

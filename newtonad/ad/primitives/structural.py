@@ -1,4 +1,6 @@
-"""Structural primitives: reshape, transpose, broadcast, slicing, concatenation, gather.
+"""Structural primitives: reshape, transpose, broadcast, slicing, concatenation, gather,
+and ``reduce_sum``, the transpose of ``broadcast_to`` (each one's transpose rule is the
+other, so they live together).
 
 All are linear in their array operand. Their jvp applies the same operation to the
 tangent frame, extended by the frame's trailing column axis; their transposes move
@@ -12,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..program import Slot
-from .core import Primitive, UndefPrimal, frame_cols, shape_of, zeros
-from .elementwise import unbroadcast
+from ..var import Var
+from .core import Primitive, UndefPrimal, _layout, frame_cols, shape_of
 
 
 # ---- reshape ---------------------------------------------------------------------------
@@ -253,3 +255,63 @@ def gather(x, idx, axis):
 
 def scatter_add(y, idx, axis, shape):
     return scatter_add_p(y, idx, axis=int(axis), shape=tuple(int(n) for n in shape))
+
+
+# ---- reduce_sum: the transpose of broadcasting --------------------------------------------
+# Axes always refer to primal axes; a frame's column axis is the last one and is never
+# reduced, so the same ``axes`` serve primal and tangent. No keepdims: the NumPy layer
+# reshapes.
+
+def _reduced_shape(x: Slot, *, axes: tuple[int, ...]) -> Slot:
+    for a in axes:
+        if not 0 <= a < x.ndim:
+            raise ValueError(f"axis {a} is out of range for shape {x.shape}")
+    return Slot(tuple(n for i, n in enumerate(x.shape) if i not in axes), x.dtype)
+
+
+def keepdims_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def expand_reduced(y: Any, in_shape: tuple[int, ...], axes: tuple[int, ...]) -> Any:
+    """Reshape a reduced value (or frame) so it broadcasts against the unreduced one."""
+    tail = shape_of(y)[len(in_shape) - len(axes):]  # a frame's column axis, if any
+    return reshape(y, keepdims_shape(in_shape, axes) + tail)
+
+
+def _sum_transpose(ct, x, *, axes):
+    return [broadcast_to(expand_reduced(ct, x.shape, axes), x.shape)]
+
+
+reduce_sum_p = Primitive(
+    "reduce_sum", impl=lambda x, *, axes: np.sum(x, axis=axes), shape=_reduced_shape,
+    jvp=lambda p, t, out, *, axes: reduce_sum(t[0], axes=axes),
+    transpose=_sum_transpose)
+
+
+def reduce_sum(x, *, axes): return reduce_sum_p(x, axes=tuple(axes))
+
+
+def unbroadcast(ct: Any, shape: tuple[int, ...]) -> Any:
+    """Sum ``ct`` down to ``shape``: the transpose of NumPy broadcasting."""
+    ct_shape = shape_of(ct)
+    if ct_shape == shape:
+        return ct
+    lead = len(ct_shape) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and ct_shape[lead + i] != 1)
+    summed = reduce_sum(ct, axes=axes) if axes else ct
+    return reshape(summed, shape)
+
+
+# ---- frames: primals lifted against tangent frames, zero frames ----------------------------
+
+def lift(x: Any) -> Any:
+    """A primal of shape ``s`` made to broadcast against tangents: ``s + (1,)`` for frames."""
+    return reshape(x, shape_of(x) + (1,)) if _layout["framed"] else x
+
+
+def zeros(shape: tuple[int, ...], dtype: str = "float64") -> Any:
+    """A float zero array of ``shape``, as a broadcast scalar (never materialised in code)."""
+    z = Var(np.zeros((), dtype=dtype), const=True)
+    return z if shape == () else broadcast_to(z, shape)

@@ -1,0 +1,135 @@
+"""What NumPy calls on a traced value reach: the dispatch tables (NEP 13 / NEP 18 pattern).
+
+This module sits below everything else of the AD core and imports none of it.
+:class:`~newtonad.ad.var.Var` looks its operators, methods and NumPy protocols up here;
+the NumPy layer (:mod:`.numpy_api`, :mod:`.numpy_linalg`, :mod:`.numpy_special`) fills
+the tables as its functions are defined, with the decorators below. Dependencies so run
+one way: the NumPy layer imports this module, never the reverse (NumPy's own
+``array_function_dispatch`` works the same way).
+
+* :data:`UFUNCS` -- ufunc name -> implementation (``__array_ufunc__``, Var's operators);
+* :data:`UFUNC_REDUCE` -- ufunc name -> implementation of ``ufunc.reduce``;
+* :data:`FUNCTIONS` -- NumPy / SciPy function object -> implementation
+  (``__array_function__``, the SciPy routing of :mod:`.scipy_dispatch`);
+* :data:`SCIPY_FUNCTIONS` -- dotted public name of a SciPy Python-level function ->
+  implementation (``scipy.special.logsumexp``; routed by :mod:`.scipy_dispatch`);
+* :data:`METHODS` -- named implementations Var needs that are no NumPy function
+  (``getitem``, ``astype``, folding object arrays, eager ``backward``).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+UFUNCS: dict[str, Callable] = {}
+UFUNC_REDUCE: dict[str, Callable] = {}
+FUNCTIONS: dict[Any, Callable] = {}
+SCIPY_FUNCTIONS: dict[str, Callable] = {}
+METHODS: dict[str, Callable] = {}
+
+
+def implements(*numpy_functions: Any) -> Callable[[Callable], Callable]:
+    """Register the decorated function as the traced version of ``numpy_functions``."""
+    def register(fn: Callable) -> Callable:
+        for f in numpy_functions:
+            FUNCTIONS[f] = fn
+        return fn
+    return register
+
+
+def implements_ufunc(*names: str) -> Callable[[Callable], Callable]:
+    """Register the decorated function for the ufuncs called ``names`` (``np.add``: "add")."""
+    def register(fn: Callable) -> Callable:
+        for name in names:
+            UFUNCS[name] = fn
+        return fn
+    return register
+
+
+def implements_method(*names: str) -> Callable[[Callable], Callable]:
+    """Register the decorated function as the named implementation ``names``."""
+    def register(fn: Callable) -> Callable:
+        for name in names:
+            METHODS[name] = fn
+        return fn
+    return register
+
+
+def method(name: str) -> Callable:
+    """The named implementation ``name``; a clear error if nothing registered it."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise RuntimeError(f"newtonad's {name!r} is not registered: import newtonad (it loads "
+                           "the NumPy layer and the eager graph)") from None
+
+
+def qualified_name(fn: Any) -> str:
+    """``numpy.sin``, ``numpy.linalg.det``, ``scipy.special.erf``: where users find ``fn``."""
+    name = getattr(fn, "__name__", repr(fn))
+    if isinstance(fn, np.ufunc):  # ufuncs carry no __module__: find their home by identity
+        if getattr(np, name, None) is fn:
+            return f"numpy.{name}"
+        for home in ("scipy.special._ufuncs", "scipy.special"):
+            module = sys.modules.get(home)
+            if module is not None and getattr(module, name, None) is fn:
+                return f"scipy.special.{name.lstrip('_')}"
+        return f"the ufunc {name}"
+    module = getattr(fn, "__module__", None) or "numpy"
+    public = module.split("._")[0]  # numpy._core.fromnumeric -> numpy
+    if module.startswith("numpy.linalg") or module.startswith("numpy._core") and "linalg" in name:
+        public = "numpy.linalg"
+    return f"{public}.{name}"
+
+
+# ---- SciPy functions wrapped by scipy_dispatch: found again on the call stack --------------------
+
+#: code object of a wrapped SciPy original -> [(public name, class of the instance or None)]
+ORIGINAL_CODE: dict[Any, list[tuple[str, type | None]]] = {}
+
+
+def remember_original(original: Any, public_name: str, cls: type | None) -> None:
+    """Record the code of a SciPy function that :mod:`.scipy_dispatch` wrapped."""
+    code = getattr(original, "__code__", None)
+    if code is not None:
+        ORIGINAL_CODE.setdefault(code, []).append((public_name, cls))
+
+
+def scipy_caller_hint() -> str | None:
+    """A sentence naming the routed SciPy function on the call stack, with the fix.
+
+    Walks the Python stack (``sys._getframe``) for a frame executing the original
+    (unwrapped) code of a SciPy function newtonad routes. Returns ``None`` when no such
+    frame is found. For the error path of tracing (``Var.__array__`` and friends).
+    """
+    if not ORIGINAL_CODE:
+        return None
+    frame = sys._getframe(1)
+    while frame is not None:
+        for public_name, cls in ORIGINAL_CODE.get(frame.f_code, ()):
+            if cls is None or type(frame.f_locals.get("self")) is cls:
+                return _hint_text(public_name, cls is not None)
+        frame = frame.f_back
+    return None
+
+
+def _hint_text(public_name: str, method: bool) -> str:
+    module, _, attr = public_name.rpartition(".")
+    ours = "newtonad." + public_name
+    if method:
+        return (f"{public_name} received a traced value but ran SciPy's own code, which "
+                f"needs concrete numbers (a method bound before newtonad routed it). Call "
+                f"{ours}(...) or {public_name}(...) itself, not a saved bound method.")
+    return (f"{public_name} was called on a traced value through a name bound before "
+            f"newtonad could route it (for example `from {module} import {attr}` before "
+            f"`import newtonad`), so SciPy's own code ran and needed concrete numbers. "
+            f"Use {ours}, import newtonad before binding the name, or call "
+            f"{public_name}(...) through its module.")
+
+
+__all__ = ["UFUNCS", "UFUNC_REDUCE", "FUNCTIONS", "SCIPY_FUNCTIONS", "METHODS", "implements",
+           "implements_ufunc", "implements_method", "method", "qualified_name",
+           "remember_original", "scipy_caller_hint"]
