@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -37,10 +38,11 @@ def test_help_lists_commands(capsys):
         assert command in out
 
 
-def test_no_command_prints_help(capsys):
-    code, out, _ = run(capsys)
-    assert code == 0
-    assert "usage: newtonad" in out
+def test_no_command_prints_help_and_exits_2(capsys):
+    code, out, err = run(capsys)
+    assert code == 2  # argparse's status for a missing subcommand
+    assert out == ""
+    assert err.startswith("usage: newtonad") and "cache" in err
 
 
 @pytest.mark.parametrize("argv, prefix", [
@@ -48,12 +50,35 @@ def test_no_command_prints_help(capsys):
     (["solve"], "newtonad solve: error: the following arguments are required: PROBLEM"),
     (["solve", "rosenbrock", "--n", "two"], "newtonad solve: error: argument --n"),
     (["frobnicate"], "newtonad: error: argument COMMAND: invalid choice"),
+    (["solve", "rosenbrock", "--engine", "bogus"],
+     "newtonad solve: error: argument --engine: invalid choice: 'bogus' (choose from 'auto', "),
+    (["solve", "rosenbrock", "--tol", "-1"], "newtonad solve: error: argument --tol: must be"),
+    (["solve", "rosenbrock", "--tol", "0"], "newtonad solve: error: argument --tol: must be"),
+    (["solve", "rosenbrock", "--tol", "nan"], "newtonad solve: error: argument --tol: must be"),
+    (["solve", "rosenbrock", "--tol", "tiny"], "newtonad solve: error: argument --tol: expected"),
+    (["solve", "rosenbrock", "--maxiter", "0"], "newtonad solve: error: argument --maxiter"),
+    (["solve", "rosenbrock", "--disp-every", "0"], "newtonad solve: error: argument --disp-every"),
+    (["solve", "chained-rosenbrock", "--n", "0"], "newtonad solve: error: argument --n: must be"),
+    (["demo", "--engine", "bogus"], "newtonad demo: error: argument --engine: invalid choice"),
+    (["demo", "--n", "-3"], "newtonad demo: error: argument --n: must be a positive integer"),
+    (["bench", "--engine", "bogus"], "newtonad bench: error: argument --engine: invalid choice"),
+    (["bench", "--n", "0"], "newtonad bench: error: argument --n: must be a positive integer"),
+    (["problems", "--format", "html"], "newtonad problems: error: argument --format"),
+    (["cache", "--purge"], "newtonad: error: unrecognized arguments: --purge"),
 ])
 def test_bad_arguments_are_one_line_errors(capsys, argv, prefix):
     code, out, err = run(capsys, *argv)
     assert code == 2
     assert out == ""
-    assert err.count("\n") == 1 and err.startswith(prefix)
+    assert err.count("\n") == 1 and err.startswith(prefix), err
+
+
+@pytest.mark.parametrize("command", ["demo", "solve", "bench", "problems", "cache"])
+def test_help_is_plain_text(capsys, command):
+    code, out, _ = run(capsys, command, "--help")
+    assert code == 0
+    assert f"usage: newtonad {command}" in out
+    assert not re.search(r":(mod|func|class|meth|data):|``", out), out
 
 
 # ---- solve --------------------------------------------------------------------------------
@@ -92,13 +117,69 @@ def test_solve_maxiter_reports_failure(capsys):
     assert "failure" in out
 
 
+def _iteration_rows(out):
+    """The iteration numbers of the rows of a --disp table."""
+    table = out.split("  iter ")[1].split("Optimization")[0]
+    return [int(line.split()[0]) for line in table.splitlines()[1:] if line.strip()]
+
+
+def test_solve_disp_every_k_shows_every_kth_and_the_last(capsys):
+    code, out, _ = run(capsys, "solve", "rosenbrock", "--disp-every", "4", "--engine", "numpy")
+    assert code == 0
+    nit = int(re.search(r"iterations +(\d+)", out).group(1))
+    rows = _iteration_rows(out)
+    assert nit % 4 != 0  # so the last row is one the stride alone would drop
+    assert rows == list(range(0, nit, 4)) + [nit]
+    hidden = nit + 1 - len(rows)
+    assert f"({hidden} iteration rows not shown; --disp-every 1 shows all)" in out
+
+
+def test_disp_default_stride_thins_long_runs():
+    from newtonad.cli.disp import IterationFilter
+
+    lines = []
+    table = IterationFilter(lines.append)
+    table.write("  iter  f\n" + "".join(f"{k:6d}  1.0\n" for k in range(1234)))
+    table.write("Optimization terminated successfully.\n")
+    table.finish()
+    shown = [int(line.split()[0]) for line in lines[1:-1]]
+    assert shown[:200] == list(range(200))  # short runs: every iteration
+    assert shown[200:] == list(range(200, 1000, 10)) + [1000, 1100, 1200, 1233]
+    assert lines[-1].startswith("Optimization") and table.hidden == 1234 - len(shown)
+
+
+def test_solve_warns_up_front_when_the_method_is_costly(capsys, monkeypatch):
+    from newtonad.cli import cost
+
+    assert cost.cost_warning("trust-krylov", 10**6) is None
+    assert "200 MB" in cost.cost_warning("scipy:trust-exact", 5000)
+    assert "dense" in cost.cost_warning("bfgs", 20000)
+    monkeypatch.setattr(cost, "DENSE_HESSIAN_N", 10)  # as if n = 12 were large
+    code, out, err = run(capsys, "solve", "chained-rosenbrock", "--n", "12", "-m",
+                         "trust-exact", "--engine", "numpy")
+    assert code == 0
+    assert err.startswith("newtonad: warning: trust-exact at n = 12 builds a dense 12 x 12 ")
+    assert err.count("\n") == 1 and "trust-krylov" in err
+
+
+def test_solve_shows_progress_when_not_a_terminal(capsys, monkeypatch):
+    from newtonad.cli import solve
+
+    monkeypatch.setattr(solve, "HEARTBEAT", 0.002)
+    code, out, err = run(capsys, "solve", "chained-rosenbrock", "--n", "50", "-m",
+                         "newton-cg", "--engine", "numpy")
+    assert code == 0
+    beats = err.splitlines()
+    assert beats and all(re.match(r" *\d+\.\ds  ", line) for line in beats)
+    assert any("tracing" in line or "iteration" in line for line in beats)
+    assert "\r" not in err and "success" in out
+
+
 @pytest.mark.parametrize("argv, fragment", [
     (["solve", "rosenbrok"], "did you mean 'rosenbrock'"),
     (["solve", "no-such-problem"], "unknown problem"),
     (["solve", "rosenbrock", "--method", "trust-foo"], "unknown method 'trust-foo'"),
     (["solve", "rosenbrock", "--n", "3"], "fixed size"),
-    (["solve", "chained-rosenbrock", "--n", "0"], "--n must be a positive integer"),
-    (["solve", "rosenbrock", "--maxiter", "0"], "--maxiter must be positive"),
     (["demo", "--methods", "bfgs"], "demo compares the native methods"),
     (["demo", "--problems", "nope"], "unknown problem 'nope'"),
     (["bench", "--modes", "sideways"], "unknown mode"),
@@ -111,12 +192,16 @@ def test_usage_errors_exit_2_with_one_line(capsys, argv, fragment):
     assert fragment in err
 
 
-def test_native_method_without_solvers_is_usage_error(monkeypatch):
-    from newtonad.cli.errors import UsageError
+def test_method_lists_come_from_the_solvers_package():
+    from newtonad.solvers import options, scipy_bridge
 
-    with pytest.raises(UsageError, match="scipy:trust-ncg"):
-        methods.resolve_method("trust-ncg", native_available=False)
+    assert methods.NATIVE_METHODS is options.NATIVE_METHODS
+    assert methods.SCIPY_METHODS is scipy_bridge.SCIPY_METHODS
+    assert methods.load_minimize() is newtonad.minimize
+    assert not hasattr(methods, "_SCIPY_FALLBACK") and not hasattr(methods, "scipy_methods")
     assert methods.resolve_method("Scipy:Trust-NCG") == "scipy:trust-ncg"
+    for name in options.NATIVE_METHODS + tuple(scipy_bridge.SCIPY_METHODS):
+        assert methods.resolve_method(name) == name
 
 
 # ---- demo ---------------------------------------------------------------------------------
@@ -125,7 +210,7 @@ def test_demo_table(capsys):
     code, out, err = run(capsys, "demo", "--problems", "rosenbrock", "beale")
     assert code == 0, err
     lines = out.splitlines()
-    assert "newtonad.minimize" in out and "scipy.optimize" in out
+    assert "newtonad.minimize" in out and "scipy + newtonad derivatives" in out
     for method in methods.NATIVE_METHODS:
         assert sum(method in line for line in lines) >= 3  # two problems + summary
     assert "rosenbrock" in out and "beale" in out
@@ -135,21 +220,54 @@ def test_demo_table(capsys):
     assert "outer iterations no more than scipy's same-named method: newton-cg" in out
 
 
+def test_demo_fits_120_columns_unless_wide(capsys):
+    argv = ["demo", "--problems", "discrete-integral-equation", "rosenbrock"]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    assert max(map(len, out.splitlines())) <= 120
+    assert " f* " not in out.splitlines()[3] and "time" not in out.splitlines()[3]
+    code, wide, _ = run(capsys, *argv, "--wide")
+    assert code == 0
+    header = wide.splitlines()[3]
+    assert " f* " in header and header.count("time") == 2
+    assert max(map(len, wide.splitlines())) > 120
+
+
+def test_demo_counts_agree_with_the_table(capsys):
+    # minimal-surface has no known f*: the summary once counted it as a run of the
+    # iteration comparison (x/2) but not of the solved column (y/1)
+    code, out, _ = run(capsys, "demo", "--problems", "minimal-surface", "rosenbrock",
+                       "--methods", "trust-ncg", "newton-cg")
+    assert code == 0
+    fractions = re.findall(r"\b(\d+)/(\d+)\b", out.split("total")[0])
+    assert len(fractions) == 4 + 2  # solved per method and solver, compared per method
+    assert {den for _, den in fractions} == {"2"}
+    # the solved column counts exactly the rows without a * mark
+    rows = [line for line in out.splitlines() if re.search(r"(newton-cg|trust-ncg) +\S*e[+-]", line)]
+    marks = {m: sum(line.split()[-8].endswith("*") for line in rows if m in line)
+             for m in ("trust-ncg", "newton-cg")}
+    for m in marks:
+        solved = re.search(rf"^{m} +newtonad.minimize +(\d+)/2", out, re.M).group(1)
+        assert int(solved) == 2 - marks[m]
+
+
+def test_demo_solved_when_fstar_unknown():
+    from newtonad.cli.demo import counts_as_solved
+    from newtonad.cli.runs import Run
+
+    run_ = Run("p", 3, None, "trust-ncg", fun=1.0, success=True)
+    assert run_.solved is None and counts_as_solved(run_)
+    assert not counts_as_solved(Run("p", 3, None, "trust-ncg", fun=1.0, success=False))
+    assert not counts_as_solved(Run("p", 3, 0.0, "trust-ncg", fun=1.0, success=True))
+    assert not counts_as_solved(Run("p", 3, None, "trust-ncg", success=True, error="E: x"))
+
+
 def test_demo_markdown_native_only(capsys):
     code, out, _ = run(capsys, "demo", "--problems", "rosenbrock", "--methods", "trust-ncg",
                        "--no-scipy", "--format", "markdown")
     assert code == 0
     assert "| problem | n | f* | method | newtonad f | newtonad nit |" in out
     assert "| scipy" not in out
-
-
-def test_demo_falls_back_to_scipy(capsys, monkeypatch):
-    monkeypatch.setattr("newtonad.cli.demo.load_minimize", lambda: None)
-    monkeypatch.setattr("newtonad.cli.runs.load_minimize", lambda: None)
-    code, out, _ = run(capsys, "demo", "--problems", "rosenbrock", "--methods", "trust-ncg")
-    assert code == 0
-    assert "scipy's methods only" in out
-    assert "newtonad.minimize" not in out
 
 
 def test_demo_scalable_size(capsys):
@@ -201,6 +319,47 @@ def test_problems_list(capsys):
     assert "chained-rosenbrock" in out and "MGH" in out
 
 
+def _fake_cache(root):
+    kernels = root / "kernels"
+    (kernels / "__pycache__").mkdir(parents=True)
+    (kernels / "newtonad_kernel_0a1b.py").write_text("x = 1\n")
+    (kernels / "newtonad_meta_0a1b.meta.npz").write_bytes(b"\0" * 100)
+    (kernels / "__pycache__" / "newtonad_kernel_0a1b.f-1.py311.nbi").write_bytes(b"\0" * 900)
+    (root / "unrelated.txt").write_text("not ours")
+    return kernels
+
+
+def test_cache_shows_location_and_size(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("NEWTONAD_CACHE_DIR", str(tmp_path))
+    code, out, _ = run(capsys, "cache")
+    assert code == 0
+    assert f"kernel cache: {tmp_path / 'kernels'} (not created yet)" in out
+    _fake_cache(tmp_path)
+    code, out, _ = run(capsys, "cache")
+    assert code == 0
+    assert f"kernel cache: {tmp_path / 'kernels'}\n" in out
+    assert "1 kernels, 3 files, 1.01 kB" in out  # 6 + 100 + 900 bytes
+
+
+def test_cache_clear_deletes_the_kernels_only(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("NEWTONAD_CACHE_DIR", str(tmp_path))
+    kernels = _fake_cache(tmp_path)
+    code, out, _ = run(capsys, "cache", "--clear")
+    assert code == 0
+    assert out.startswith(f"cleared {kernels}: 1 kernels, 3 files")
+    assert not kernels.exists() and (tmp_path / "unrelated.txt").exists()
+    code, out, _ = run(capsys, "cache")
+    assert "0 kernels, 0 files, 0 B" in out
+
+
+def test_cache_uses_the_engines_directory(monkeypatch, tmp_path):
+    from newtonad.ad.engine import numba_cache
+    from newtonad.cli import cache
+
+    monkeypatch.setenv("NEWTONAD_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert cache.kernels_dir() == numba_cache.cache_dir() / "kernels"
+
+
 # ---- building blocks ----------------------------------------------------------------------
 
 class _Terminal(io.StringIO):
@@ -213,6 +372,12 @@ def test_progress_draws_only_when_enabled():
     with progress.Progress(3, stream=quiet, delay=0.0) as bar:  # not a terminal: disabled
         bar.advance(note="x")
     assert quiet.getvalue() == ""
+
+    beats = io.StringIO()  # off, with a heartbeat: whole lines now and then
+    with progress.Progress(heartbeat=0.01, stream=beats) as bar:
+        bar.update("solving wood")
+        time.sleep(0.1)
+    assert beats.getvalue().count("solving wood\n") >= 2 and "\r" not in beats.getvalue()
 
     term = _Terminal()
     with progress.Progress(4, stream=term, enabled=True, delay=0.0) as bar:
@@ -235,6 +400,14 @@ def test_table_and_time_format():
 
 
 # ---- a real process -----------------------------------------------------------------------
+
+def test_subprocess_bad_engine_is_one_line_not_a_traceback():
+    proc = subprocess.run([sys.executable, "-m", "newtonad", "solve", "rosenbrock", "--engine",
+                           "bogus"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
 
 def test_subprocess_smoke():
     proc = subprocess.run([sys.executable, "-m", "newtonad", "solve", "rosenbrock", "-m",

@@ -1,8 +1,10 @@
-"""The ``newtonad`` command line: ``demo``, ``solve``, ``bench`` and ``problems``.
+"""The ``newtonad`` command line: ``demo``, ``solve``, ``bench``, ``problems`` and ``cache``.
 
 Each subcommand is a small module with ``add_parser(sub)`` and ``run(args) -> int``.
-Usage mistakes (an unknown problem or method, a bad size) end with one line
-``newtonad: error: ...`` on standard error and exit status 2.
+Usage mistakes (an unknown problem, method or engine, a bad size or tolerance) end
+with one line ``newtonad: error: ...`` on standard error and exit status 2, as
+argparse's own errors do; so does a command line without a subcommand, after the
+help text.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 import sys
 from typing import NoReturn, Optional, Sequence
 
-from . import bench, catalog, demo, solve
+from . import bench, cache, catalog, demo, solve
 from .errors import UsageError
 
 __all__ = ["main", "build_parser", "UsageError"]
@@ -44,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
                "  newtonad demo                       every problem, every method\n"
                "  newtonad solve rosenbrock --disp    one problem, iteration table\n"
                "  newtonad solve chained-rosenbrock --n 10000 --method trust-krylov\n"
-               "  newtonad bench --quick --plot frames.png",
+               "  newtonad bench --quick --plot frames.png\n"
+               "  newtonad cache --clear              delete the compiled kernels",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -52,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_parser(sub)
     bench.add_parser(sub)
     catalog.add_parser(sub)
+    cache.add_parser(sub)
     return parser
 
 
@@ -62,9 +66,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors: return, don't exit
         return exc.code if isinstance(exc.code, int) else 2
-    if args.command is None:
-        parser.print_help()
-        return 0
+    if args.command is None:  # argparse's convention for a missing subcommand: status 2
+        parser.print_help(sys.stderr)
+        return 2
     try:
         return int(args.handler(args))
     except UsageError as exc:

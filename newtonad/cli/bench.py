@@ -12,6 +12,7 @@ import json
 import sys
 from typing import Any
 
+from .args import add_engine_argument, positive_int
 from .errors import UsageError
 from .progress import Progress
 from .table import Column, Table, fmt_time
@@ -23,16 +24,22 @@ __all__ = ["add_parser", "run", "render"]
 def add_parser(sub: Any) -> None:
     """Register ``bench`` on the subcommand parsers ``sub``."""
     p = sub.add_parser("bench", help="time per frame column against k (jvp, vjp, HVP)",
-                       description=__doc__.split("\n\n")[1].replace("\n", " "))
+                       description="Time jvp, vjp and Hessian-vector-product frames of k "
+                                   "columns (k = 1, 2, 4, ..., 64) on the chained "
+                                   "Rosenbrock function and its residuals: the workloads "
+                                   "the asv benchmark suite tracks. For each n, prints "
+                                   "seconds per column, one row per mode, plus the "
+                                   "value-and-gradient time per call.")
     p.add_argument("--quick", action="store_true",
                    help=f"n = {NS[0]:,} only and fewer repetitions (default n: "
                         f"{', '.join(f'{n:,}' for n in NS)})")
-    p.add_argument("--n", type=int, nargs="+", metavar="N", help="sizes to run")
+    p.add_argument("--n", type=positive_int, nargs="+", metavar="N",
+                   help="sizes to run (each at least 2)")
     p.add_argument("--modes", nargs="+", metavar="MODE", default=list(FRAME_MODES),
                    help=f"frame modes (default: {' '.join(FRAME_MODES)})")
     p.add_argument("--plot", metavar="FILE", help="save a plot (png, svg, pdf) of the results")
     p.add_argument("--json", metavar="FILE", help="save the measurements as JSON")
-    p.add_argument("--engine", help="AD engine (default: newtonad's default)")
+    add_engine_argument(p)
     p.add_argument("--format", choices=("text", "markdown"), default="text",
                    help="table format (default: text)")
     p.set_defaults(handler=run)

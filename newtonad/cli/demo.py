@@ -1,53 +1,65 @@
 """``newtonad demo``: the built-in problem set, every native method, and scipy beside it.
 
 For each problem and method the table shows the final f, iterations, value-and-
-gradient passes, Hessian-vector products and time of ``newtonad.minimize`` and of
-scipy's method of the same name fed with newtonad's ``jac`` and ``hessp`` (``hess``
-for trust-exact). Tracing and compilation happen in a warm-up before the timed
-runs. Without the native solvers only the scipy columns are shown.
+gradient passes and Hessian-vector products of ``newtonad.minimize`` and of scipy's
+method of the same name fed with newtonad's ``jac`` and ``hessp`` (``hess`` for
+trust-exact); ``--wide`` adds f* and the time of every run. Tracing and
+compilation happen in a warm-up before the timed runs. The text table fits in 120
+columns unless ``--wide`` is given; markdown tables always have every column.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from .errors import UsageError
-from .methods import COMPARED_METHODS, NATIVE_METHODS, load_minimize, suggest
-from .progress import Progress
+from .args import add_engine_argument, positive_int
 from .catalog import load_problem
+from .errors import UsageError
+from .methods import COMPARED_METHODS, NATIVE_METHODS, suggest
+from .progress import Progress
 from .runs import SOLVED_RTOL, Run, solve, warm_up
 from .table import Column, Table, fmt_float
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "counts_as_solved", "TEXT_WIDTH"]
 
 _DENSE_LIMIT = 5000  # trust-exact builds a dense Hessian; skip it above this n
-# The demo solves ~56 small problems once each. The NumPy reference engine runs them as
+# The demo solves ~57 small problems once each. The NumPy reference engine runs them as
 # fast as the tiered "auto" engine does (18 s here) and, unlike it, the same way every
 # time: "auto" switches to numba after a time budget, so where the switch falls (and
 # with it the rounding) varies between runs, and ill-conditioned problems can flip. The
 # numba default would compile ~200 kernels first (minutes on an empty cache).
 DEMO_ENGINE = "numpy"
+#: the text output (without --wide) fits in this many columns
+TEXT_WIDTH = 120
+_IMPLS = ("native", "scipy")
 
 
 def add_parser(sub: Any) -> None:
     """Register ``demo`` on the subcommand parsers ``sub``."""
     p = sub.add_parser("demo", help="solve the built-in problem set with every method",
-                       description=__doc__.split("\n\n")[0].split(": ", 1)[1])
+                       description="Solve the built-in problem set with every native "
+                                   "method (newtonad.minimize) and scipy's method of the "
+                                   "same name fed with newtonad's exact derivatives, and "
+                                   "compare final values, iterations and evaluations.")
     p.add_argument("--problems", nargs="+", metavar="NAME",
                    help="only these problems (default: all; see `newtonad problems`)")
     p.add_argument("--methods", nargs="+", metavar="M", default=list(COMPARED_METHODS),
                    help=f"methods to compare (default: {' '.join(COMPARED_METHODS)})")
-    p.add_argument("--n", type=int, metavar="N",
+    p.add_argument("--n", type=positive_int, metavar="N",
                    help="size of the scalable problems (default: each problem's own)")
     p.add_argument("--no-scipy", action="store_true", help="skip the scipy comparison")
-    p.add_argument("--engine", default=DEMO_ENGINE,
-                   help=f"AD engine (default: {DEMO_ENGINE!r}: each of the many small problems is "
-                        "solved once, and the table comes out the same on every run)")
+    add_engine_argument(p, DEMO_ENGINE,
+                        note=f"{DEMO_ENGINE}: each of the many small problems is solved "
+                             "once, and the table comes out the same on every run")
     p.add_argument("--format", choices=("text", "markdown"), default="text",
                    help="table format (default: text)")
+    p.add_argument("--wide", action="store_true",
+                   help=f"add the f* and time columns (wider than {TEXT_WIDTH} columns; "
+                        "markdown always has them)")
     p.set_defaults(handler=run)
 
 
@@ -72,19 +84,32 @@ def _methods(names: Sequence[str]) -> list[str]:
     return out
 
 
-def _group(title: str) -> list[Column]:
-    return [Column("f", 9, group=title), Column("nit", 5, group=title),
-            Column("nfev", 5, group=title), Column("nhev", 6, group=title),
-            Column("time", 6, group=title)]
+def _group(title: str, wide: bool) -> list[Column]:
+    cols = [Column("f", 9, group=title), Column("nit", 5, group=title),
+            Column("nfev", 5, group=title), Column("nhev", 6, group=title)]
+    return cols + ([Column("time", 6, group=title)] if wide else [])
 
 
-def _cells(run: Optional[Run]) -> list[Any]:
-    if run is None:
-        return ["", "", "", "", ""]
+def counts_as_solved(run: Run) -> bool:
+    """Whether a run counts as solved: f reached f* (see ``Run.solved``) or, for a
+    problem with no known f*, the solver reported success. An error is never solved.
+
+    The table's ``*`` marks and the summary's ``solved`` counts both use this, so
+    they agree.
+    """
     if run.error is not None:
-        return ["error", "", "", "", f"{run.time:.3f}"]
-    mark = "*" if run.solved is False else ""
-    return [fmt_float(run.fun, 2) + mark, run.nit, run.nfev, run.nhev, f"{run.time:.3f}"]
+        return False
+    return run.success if run.solved is None else run.solved
+
+
+def _cells(run: Optional[Run], wide: bool) -> list[Any]:
+    if run is None:
+        return [""] * (5 if wide else 4)
+    time = [f"{run.time:.3f}"] if wide else []
+    if run.error is not None:
+        return ["error", "", "", ""] + time
+    mark = "" if counts_as_solved(run) else "*"
+    return [fmt_float(run.fun, 2) + mark, run.nit, run.nfev, run.nhev] + time
 
 
 @dataclass
@@ -93,7 +118,6 @@ class _Tally:
 
     runs: int = 0
     solved: int = 0
-    known: int = 0
     errors: int = 0
     nit: int = 0
     nfev: int = 0
@@ -104,9 +128,7 @@ class _Tally:
     def add(self, run: Run) -> None:
         self.runs += 1
         self.errors += run.error is not None
-        if run.solved is not None:
-            self.known += 1
-            self.solved += bool(run.solved)
+        self.solved += counts_as_solved(run)
         self.nit += run.nit
         self.nfev += run.nfev
         self.nhev += run.nhev
@@ -117,26 +139,23 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo; exit status 1 if any solver raised, else 0."""
     problem_list = _problems(args.problems, args.n)
     methods = _methods(args.methods)
-    native = load_minimize() is not None
-    impls = (["native"] if native else []) + ([] if args.no_scipy else ["scipy"])
-    if not impls:
-        raise UsageError("nothing to run: the native solvers do not import and --no-scipy "
-                         "was given")
+    impls = ["native"] + ([] if args.no_scipy else ["scipy"])
     engine = args.engine
     out = sys.stdout
+    wide = args.wide or args.format == "markdown"
 
     groups = ({"native": "newtonad", "scipy": "scipy"} if args.format == "markdown" else
-              {"native": "newtonad.minimize", "scipy": "scipy.optimize + newtonad derivatives"})
-    columns = [Column("problem", 26, "<"), Column("n", 5), Column("f*", 9),
-               Column("method", 12, "<")]
+              {"native": "newtonad.minimize", "scipy": "scipy + newtonad derivatives"})
+    name_width = max([7] + [len(p.name) for p in problem_list])
+    columns = [Column("problem", name_width, "<"), Column("n", 5)]
+    columns += [Column("f*", 9)] if wide else []
+    columns += [Column("method", 12, "<")]
     for impl in impls:
-        columns += _group(groups[impl])
+        columns += _group(groups[impl], wide)
     table = Table(columns, args.format)
 
     print(f"newtonad demo: {len(problem_list)} problems x {len(methods)} methods"
-          f"{' (native and scipy)' if len(impls) == 2 else ''}, engine {engine!r}", file=out)
-    if not native:
-        print("note: newtonad.solvers does not import; showing scipy's methods only", file=out)
+          f"{', newtonad and scipy' if len(impls) == 2 else ''}, engine {engine!r}", file=out)
     print("", file=out)
     for line in table.header():
         print(line, file=out)
@@ -145,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
     tallies = {(m, i): _Tally() for m in methods for i in impls}
     fewer = {m: [0, 0] for m in methods}  # problems where native nit <= scipy nit, compared
     errors: list[Run] = []
+    skipped: list[str] = []
     warmup_time = 0.0
     with Progress(len(problem_list) * len(methods) * len(impls)) as bar:
         for problem in problem_list:
@@ -160,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
                 for impl in impls:
                     if meth == "trust-exact" and problem.n > _DENSE_LIMIT:
                         runs[impl] = None
+                        bar.advance()
                         continue
                     bar.update(f"{problem.name}: {meth} ({impl})")
                     name = meth if impl == "native" else f"scipy:{meth}"
@@ -169,26 +190,38 @@ def run(args: argparse.Namespace) -> int:
                     if result.error is not None:
                         errors.append(result)
                     bar.advance()
-                if runs.get("native") is not None and runs.get("scipy") is not None:
+                if runs["native"] is None:
+                    skipped.append(f"{meth} on {problem.name} (n = {problem.n})")
+                elif len(impls) == 2:
                     fewer[meth][1] += 1
                     fewer[meth][0] += runs["native"].nit <= runs["scipy"].nit
                 first = i == 0 or args.format == "markdown"
-                row = [problem.name if first else "", problem.n if first else "",
-                       fmt_float(problem.fstar, 2) if first else "", meth]
+                row = [problem.name if first else "", problem.n if first else ""]
+                row += [fmt_float(problem.fstar, 2) if first else ""] if wide else []
+                row += [meth]
                 for impl in impls:
-                    row += _cells(runs[impl])
+                    row += _cells(runs[impl], wide)
                 rows.append(table.row(row))
             bar.write("\n".join(rows), out)
         total = bar.elapsed()
 
+    unknown = [p.name for p in problem_list if p.fstar is None]
+    note = (f"f: final value, * where not solved: above f* + {SOLVED_RTOL:g} max(1, |f*|)"
+            + (f", or, without a known f* ({', '.join(unknown)}), the solver reported failure"
+               if unknown else "")
+            + "; nfev: value+gradient passes; nhev: Hessian-vector products; "
+            + ("time: seconds, " if wide else "times: ")
+            + f"excluding {warmup_time:.1f} s of tracing and compiling done beforehand.")
     print("", file=out)
-    print(f"f: final value, * where above f* + {SOLVED_RTOL:g}*max(1, |f*|); nfev: value+gradient "
-          "passes; nhev: Hessian-vector products; time: seconds, excluding "
-          f"{warmup_time:.1f} s of tracing and compiling done beforehand.", file=out)
+    print(_wrap(note, args.format), file=out)
+    if skipped:
+        print(f"not run (a dense Hessian above n = {_DENSE_LIMIT}): {'; '.join(skipped)}",
+              file=out)
     _summary(tallies, methods, impls, groups, args.format, out)
     if len(impls) == 2:
-        print("\nouter iterations no more than scipy's same-named method: " + ", ".join(
-            f"{m} {w}/{c}" for m, (w, c) in fewer.items() if c), file=out)
+        line = "outer iterations no more than scipy's same-named method: " + ", ".join(
+            f"{m} {w}/{c}" for m, (w, c) in fewer.items() if c)
+        print("\n" + _wrap(line, args.format), file=out)
     print(f"\ntotal {total:.1f} s", file=out)
     if errors:
         print(f"\n{len(errors)} runs raised:", file=out)
@@ -198,9 +231,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _wrap(text: str, fmt: str) -> str:
+    """A paragraph wrapped to 100 columns in text output (names are never split)."""
+    return textwrap.fill(text, 100, break_on_hyphens=False) if fmt == "text" else text
+
+
 def _summary(tallies: dict, methods: list[str], impls: list[str], groups: dict, fmt: str,
              out: Any) -> None:
-    table = Table([Column("method", 12, "<"), Column("solver", 37, "<"),
+    table = Table([Column("method", 12, "<"), Column("solver", 28, "<"),
                    Column("solved", 9), Column("errors", 6), Column("nit", 7),
                    Column("nfev", 7), Column("nhev", 9), Column("time", 8)], fmt)
     print("", file=out)
@@ -209,5 +247,5 @@ def _summary(tallies: dict, methods: list[str], impls: list[str], groups: dict, 
     for meth in methods:
         for impl in impls:
             t = tallies[meth, impl]
-            print(table.row([meth, groups[impl], f"{t.solved}/{t.known}", t.errors, t.nit,
+            print(table.row([meth, groups[impl], f"{t.solved}/{t.runs}", t.errors, t.nit,
                              t.nfev, t.nhev, f"{t.time:.2f}"]), file=out)

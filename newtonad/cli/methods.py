@@ -1,49 +1,34 @@
-"""Method names the command line accepts, and access to the solvers.
+"""Method names the command line accepts, taken from the solvers package.
 
-The native solvers live in :mod:`newtonad.solvers`; the command line uses them
-when they import, and otherwise falls back to ``scipy.optimize.minimize`` fed
-with newtonad's exact derivatives.
+The lists are :data:`newtonad.solvers.options.NATIVE_METHODS` (the Newton methods
+newtonad implements) and :data:`newtonad.solvers.scipy_bridge.SCIPY_METHODS`
+(everything ``scipy.optimize.minimize`` offers), so the command line can never
+offer a method the solvers do not know.
 """
 
 from __future__ import annotations
 
 import difflib
-from typing import Any, Callable, Optional
+from typing import Any, Callable
+
+from newtonad.solvers.options import NATIVE_METHODS
+from newtonad.solvers.scipy_bridge import SCIPY_METHODS
 
 from .errors import UsageError
 
-__all__ = ["NATIVE_METHODS", "COMPARED_METHODS", "scipy_methods", "resolve_method",
+__all__ = ["NATIVE_METHODS", "COMPARED_METHODS", "SCIPY_METHODS", "resolve_method",
            "load_minimize", "suggest"]
 
-NATIVE_METHODS = ("newton-cg", "trust-ncg", "trust-krylov", "trust-exact")
-#: scipy methods that use second derivatives: what the demo compares against
+#: what the demo compares: each native method against scipy's method of that name
 COMPARED_METHODS = NATIVE_METHODS
 
-_SCIPY_FALLBACK = ("nelder-mead", "powell", "cg", "bfgs", "newton-cg", "l-bfgs-b", "tnc",
-                   "cobyla", "cobyqa", "slsqp", "trust-constr", "dogleg", "trust-ncg",
-                   "trust-exact", "trust-krylov")
+_SCIPY_PREFIX = "scipy:"
 
 
-def scipy_methods() -> tuple[str, ...]:
-    """Names of ``scipy.optimize.minimize``'s methods, lower case."""
-    try:
-        from newtonad.solvers.scipy_bridge import SCIPY_METHODS
-    except ImportError:
-        return _SCIPY_FALLBACK
-    return tuple(SCIPY_METHODS)
+def load_minimize() -> Callable[..., Any]:
+    """``newtonad.minimize`` (imported on first use; a seam the tests replace)."""
+    from newtonad.solvers import minimize
 
-
-def load_minimize() -> Optional[Callable[..., Any]]:
-    """``newtonad.minimize`` (or ``newtonad.solvers.minimize``); None when not importable."""
-    import newtonad
-
-    found = getattr(newtonad, "minimize", None)
-    if found is not None:
-        return found
-    try:
-        from newtonad.solvers import minimize
-    except ImportError:
-        return None
     return minimize
 
 
@@ -53,25 +38,24 @@ def suggest(name: str, choices: list[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def resolve_method(name: str, native_available: bool = True) -> str:
+def resolve_method(name: str) -> str:
     """The canonical (lower-case) form of a method name, or a :class:`UsageError`.
 
     Accepts a native method, any scipy method, or ``"scipy:<method>"`` for scipy's
     implementation of a name that is also native.
+
+    Examples
+    --------
+    >>> resolve_method("Trust-NCG"), resolve_method("scipy:trust-ncg"), resolve_method("BFGS")
+    ('trust-ncg', 'scipy:trust-ncg', 'bfgs')
     """
     meth = name.strip().lower()
-    scipy_names = scipy_methods()
-    bare = meth[len("scipy:"):] if meth.startswith("scipy:") else meth
-    if meth.startswith("scipy:") and bare in scipy_names:
+    bare = meth.removeprefix(_SCIPY_PREFIX)
+    if meth.startswith(_SCIPY_PREFIX) and bare in SCIPY_METHODS:
         return meth
-    if meth in NATIVE_METHODS:
-        if not native_available:
-            raise UsageError(f"native method {name!r} is not available (newtonad.solvers "
-                             f"does not import); use 'scipy:{meth}'")
+    if meth in NATIVE_METHODS or meth in SCIPY_METHODS:
         return meth
-    if meth in scipy_names:
-        return meth
-    others = [m for m in scipy_names if m not in NATIVE_METHODS]
+    others = [m for m in SCIPY_METHODS if m not in NATIVE_METHODS]
     raise UsageError(f"unknown method {name!r}{suggest(bare, list(NATIVE_METHODS) + others)}; "
                      f"native methods: {', '.join(NATIVE_METHODS)}; other scipy methods: "
                      f"{', '.join(others)}; 'scipy:<method>' runs scipy's own version")

@@ -4,7 +4,10 @@ It draws on standard error with carriage returns, and only when both standard
 output and standard error are terminals: piped or captured output stays clean.
 Nothing is drawn during the first ``delay`` seconds, so quick commands never
 flicker. A background ticker keeps the clock moving while one long step (a
-compilation, a slow solve) blocks the caller.
+compilation, a slow solve) blocks the caller. When the display is off (output is
+piped or logged), a *heartbeat* can instead print the same line, as a line of its
+own, every so many seconds: a long job then still shows that it is alive and
+where it is.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ class Progress:
         Force the display on or off; by default it is on when :func:`interactive`.
     delay : float
         Seconds of silence before the first drawing.
+    heartbeat : float, optional
+        When the display is off, print its line (with a newline) to ``stream``
+        every ``heartbeat`` seconds; ``None`` (the default) prints nothing.
 
     Notes
     -----
@@ -56,11 +62,13 @@ class Progress:
     _TICK = 0.2  # seconds between redraws
 
     def __init__(self, total: Optional[int] = None, *, stream: Optional[TextIO] = None,
-                 enabled: Optional[bool] = None, delay: float = 1.0) -> None:
+                 enabled: Optional[bool] = None, delay: float = 1.0,
+                 heartbeat: Optional[float] = None) -> None:
         self.total = total
         self.stream = sys.stderr if stream is None else stream
         self.enabled = interactive(self.stream) if enabled is None else bool(enabled)
         self.delay = delay
+        self.heartbeat = heartbeat
         self.done = 0
         self.note = ""
         self.start = time.perf_counter()
@@ -115,7 +123,19 @@ class Progress:
             self.stream.flush()
             self._drawn = False
 
+    def _beat(self) -> None:
+        assert self.heartbeat is not None
+        while not self._stop.wait(self.heartbeat):
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                self.stream.write(self.line(10**4) + "\n")
+                self.stream.flush()
+
     def _tick(self) -> None:
+        if not self.enabled:
+            self._beat()
+            return
         if self._stop.wait(self.delay):
             return
         while True:
@@ -144,7 +164,8 @@ class Progress:
             self._erase()
 
     def __enter__(self) -> "Progress":
-        if self.enabled and self._thread is None:
+        running = self.enabled or self.heartbeat is not None
+        if running and self._thread is None:
             self._thread = threading.Thread(target=self._tick, name="newtonad-progress",
                                             daemon=True)
             self._thread.start()

@@ -135,8 +135,7 @@ def solve(problem: Any, method: str, *, engine: Optional[str] = None, tol: Optio
     method : str
         A native method (run by ``newtonad.minimize``), ``"scipy:<name>"`` (run by
         ``scipy.optimize.minimize`` with newtonad's ``jac`` and ``hessp``/``hess``),
-        or another scipy method name (through ``newtonad.minimize`` when the
-        solvers import, else directly in scipy).
+        or another scipy method name (through ``newtonad.minimize``).
     engine : str, optional
         The AD engine (default: newtonad's default).
     tol : float, optional
@@ -162,11 +161,9 @@ def solve(problem: Any, method: str, *, engine: Optional[str] = None, tol: Optio
             if method.startswith("scipy:"):
                 res = _scipy_minimize(obj, problem.x0.copy(), method[len("scipy:"):], tol,
                                       options, callback)
-            elif minimize is not None:
+            else:
                 res = minimize(obj, problem.x0.copy(), method=method, tol=tol, options=options,
                                callback=callback)
-            else:
-                res = _scipy_minimize(obj, problem.x0.copy(), method, tol, options, callback)
     except Exception as exc:  # noqa: BLE001  (a failing solver is a result to report)
         run.time = time.perf_counter() - start
         run.error = f"{type(exc).__name__}: {exc}"

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import Any
 
 import numpy as np
 
+from .args import add_engine_argument, positive_float, positive_int
 from .catalog import load_problem
+from .cost import DENSE_HESSIAN, cost_warning
+from .disp import ALL_ROWS_UP_TO, IterationFilter
 from .errors import UsageError
-from .methods import load_minimize, resolve_method
+from .methods import resolve_method
 from .progress import Progress
 from .runs import Run, solve, warm_up
 from .table import fmt_float
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "HEARTBEAT"]
+
+#: seconds between progress lines on standard error when it is not a terminal
+HEARTBEAT = 30.0
 
 
 def add_parser(sub: Any) -> None:
@@ -23,17 +30,26 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "solve", help="minimise one built-in problem",
         description="Minimise one built-in problem (see `newtonad problems`) and print the "
-                    "final value, iterations, evaluations and time. Exit status 0 when the "
-                    "solver reports success, 1 otherwise.")
+                    "final value, iterations, evaluations and time. A method whose cost "
+                    "grows fast with n (trust-exact's dense Hessian, for instance) is "
+                    "warned about before it starts. Long runs show their progress: a "
+                    "status line on a terminal, else a line on standard error every "
+                    f"{HEARTBEAT:g} s. Exit status 0 when the solver reports success, 1 "
+                    "otherwise, 2 for a usage error.")
     p.add_argument("problem", metavar="PROBLEM", help="problem name, e.g. chained-rosenbrock")
-    p.add_argument("--n", type=int, metavar="N", help="size of a scalable problem")
+    p.add_argument("--n", type=positive_int, metavar="N", help="size of a scalable problem")
     p.add_argument("--method", "-m", default="trust-ncg", metavar="M",
                    help="newton-cg, trust-ncg (default), trust-krylov, trust-exact, any "
                         "scipy.optimize.minimize method, or scipy:<method>")
     p.add_argument("--disp", action="store_true", help="print the solver's iteration table")
-    p.add_argument("--maxiter", type=int, metavar="K", help="iteration limit")
-    p.add_argument("--tol", type=float, metavar="TOL", help="tolerance (sets gtol)")
-    p.add_argument("--engine", help="AD engine (default: newtonad's default)")
+    p.add_argument("--disp-every", type=positive_int, metavar="K",
+                   help=f"print every K-th iteration and the last (implies --disp; default: "
+                        f"every iteration up to {ALL_ROWS_UP_TO}, then every 10th, past 1000 "
+                        "every 100th, ...)")
+    p.add_argument("--maxiter", type=positive_int, metavar="K", help="iteration limit")
+    p.add_argument("--tol", type=positive_float, metavar="TOL",
+                   help="tolerance > 0 (sets gtol)")
+    add_engine_argument(p)
     p.set_defaults(handler=run)
 
 
@@ -60,43 +76,54 @@ def run(args: argparse.Namespace) -> int:
     """Solve and print; 0 on success, 1 on failure or a solver error."""
     import newtonad.api
 
-    native = load_minimize() is not None
-    method = resolve_method(args.method, native_available=native)
+    method = resolve_method(args.method)
     problem = load_problem(args.problem, args.n)
-    if args.maxiter is not None and args.maxiter < 1:
-        raise UsageError(f"--maxiter must be positive, got {args.maxiter}")
+    if args.disp_every is not None:  # asking for a stride asks for the table
+        args.disp = True
     options: dict[str, Any] = {}
     if args.maxiter is not None:
         options["maxiter"] = args.maxiter
     if args.disp:
         options["disp"] = True
     engine = args.engine or newtonad.api.DEFAULT_ENGINE
-    impl = ("scipy.optimize" if method.startswith("scipy:") or not native
-            else "newtonad.minimize")
+    impl = "scipy.optimize" if method.startswith("scipy:") else "newtonad.minimize"
     out = sys.stdout
     fstar = "unknown" if problem.fstar is None else f"{problem.fstar:.6g}"
     print(f"{problem.name}  n = {problem.n}  f* = {fstar}  "
           f"({problem.source})", file=out)
     print(f"method {method.removeprefix('scipy:')} ({impl}), engine {engine!r}\n", file=out)
     out.flush()
+    warning = cost_warning(method, problem.n)
+    if warning:
+        print(f"newtonad: warning: {warning}", file=sys.stderr)
+    dense = method.removeprefix("scipy:") in DENSE_HESSIAN
 
-    with Progress(enabled=None if not args.disp else False) as status:
-        status.update("tracing and compiling")
-        prep = warm_up(problem.fun, problem.x0, engine=args.engine,
-                       dense=method.endswith(("trust-exact", "dogleg")))
+    with Progress(heartbeat=HEARTBEAT) as status:
+        status.update("tracing and compiling" + (f" (and a dense {problem.n} x {problem.n} "
+                                                 "Hessian)" if dense else ""))
+        prep = warm_up(problem.fun, problem.x0, engine=args.engine, dense=dense)
         iterations = 0
+        last = status.elapsed()
 
         def callback(intermediate_result: Any) -> None:
-            nonlocal iterations
+            nonlocal iterations, last
             iterations += 1
+            now = status.elapsed()
             fun = getattr(intermediate_result, "fun", None)  # scipy passes x to some methods
             value = "" if fun is None else f", f = {fmt_float(float(fun), 6)}"
-            status.update(f"{method}: iteration {iterations}{value}")
+            status.update(f"{method}: iteration {iterations}{value} ({now - last:.1f} s)")
+            last = now
 
-        status.update(f"{method}: starting")
-        result = solve(problem, method, engine=args.engine, tol=args.tol, options=options,
-                       callback=callback)
+        status.update(f"{method}: first iteration")
+        table = IterationFilter(lambda line: status.write(line, out), every=args.disp_every)
+        with contextlib.redirect_stdout(table):
+            result = solve(problem, method, engine=args.engine, tol=args.tol, options=options,
+                           callback=callback)
+        table.finish()
     if args.disp:
+        if table.hidden:
+            print(f"({table.hidden} iteration rows not shown; --disp-every 1 shows all)",
+                  file=out)
         print("", file=out)
     _report(result, problem, prep, out)
     if result.error is not None:

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
-__all__ = ["Column", "Table", "fmt_float", "fmt_time"]
+__all__ = ["Column", "Table", "fmt_float", "fmt_time", "fmt_bytes"]
 
 FORMATS = ("text", "markdown")
 
@@ -115,3 +115,17 @@ def fmt_time(seconds: Optional[float]) -> str:
         if seconds >= scale:
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds / 1e-9:.3g} ns"
+
+
+def fmt_bytes(n: int) -> str:
+    """A size in bytes with a decimal unit (B, kB, MB, GB).
+
+    Examples
+    --------
+    >>> fmt_bytes(512), fmt_bytes(73_400_000)
+    ('512 B', '73.4 MB')
+    """
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
