@@ -250,8 +250,11 @@ class CombinedObjective:
     def _fd_gradient(self, x: np.ndarray, f0: float) -> np.ndarray:
         shape = x.shape
 
-        def flat_fun(z: np.ndarray) -> float:
-            return self._user_value(z.reshape(shape))
+        def flat_fun(z: np.ndarray) -> Any:
+            if self._protocol or not np.iscomplexobj(z):
+                return self._user_value(z.reshape(shape))
+            self._calls["nfev"] += 1  # complex step: keep the imaginary part
+            return np.asarray(self._fun(z.reshape(shape), *self.args)).reshape(())
         return gradient_by_differences(flat_fun, x.reshape(-1).astype(np.float64),
                                        self.given["jac"], f0).reshape(shape)
 
