@@ -7,9 +7,10 @@ STAMP := $(VENV)/.installed
 # numba compiles dominate the test suite: one pytest worker per core
 TEST_WORKERS ?= auto
 
-.PHONY: demo test install clean docs bench
+.PHONY: demo test install clean docs bench check-install
 
-$(STAMP): pyproject.toml
+# pyproject.toml and the version line in newtonad/__init__.py make the installed metadata
+$(STAMP): pyproject.toml newtonad/__init__.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test,docs]"
@@ -31,6 +32,12 @@ bench: $(STAMP)
 	$(PY) -m asv machine --yes
 	$(PY) -m asv run --python=same --quick --show-stderr --set-commit-hash=$$(git rev-parse HEAD)
 	$(PY) -m asv publish
+
+# build the sdist and wheel, install into a fresh venv (the wheel, then `pip install .`),
+# run .ci/smoke.py outside the checkout; see .ci/check_install.sh
+check-install: $(STAMP)
+	$(PY) -m pip install --quiet "build>=1.0"
+	bash .ci/check_install.sh $(PY) $(PYTHON)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
