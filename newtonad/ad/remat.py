@@ -19,8 +19,9 @@ The policy (deterministic; it names no engine, only what a fused loop costs):
   the known inputs (``x`` and the data arguments).
 * **Costs**, in bytes per application: storing a value costs its size in bytes (one
   load stream); recomputing a step costs its number of elements times a weight per
-  primitive (:data:`WEIGHTS`): 0 for index-only steps, 1 for cheap arithmetic, 8 for
-  division and square root, 128 for transcendental functions. The weights were
+  primitive (its ``weight``, given where the primitive is defined): 0 for index-only
+  steps, 1 for cheap arithmetic, 8 for division and square root, 128 for
+  transcendental functions. The weights were
   measured in a fused numba loop on the development machine: a 2 MB stream costs
   about 0.37 ns per element, ``sqrt`` 0.47 ns, ``exp`` 6.5 ns, ``log`` and ``sin``
   more. Division and square root are priced above their raw cost because a stencil
@@ -55,26 +56,11 @@ from typing import Iterable, Sequence
 
 from .program import Program, Slot, Step
 
-#: Recomputation cost per output element, in bytes of a load stream (see the module
-#: docstring); a primitive absent from this table is a barrier.
-WEIGHTS: dict[str, int] = {
-    **dict.fromkeys(["slice", "broadcast_to", "transpose", "reshape", "stop_gradient"], 0),
-    **dict.fromkeys("""neg add sub mul square abs sign floor ceil maximum minimum integer_pow
-        lt le gt ge eq ne logical_and logical_or logical_not select convert""".split(), 1),
-    **dict.fromkeys(["div", "reciprocal", "sqrt"], 8),
-    **dict.fromkeys("""exp log log1p expm1 sin cos tan arcsin arccos arctan sinh cosh tanh pow
-        arctan2""".split(), 128),
-}
-
 _ITEMSIZE = {"float64": 8, "int64": 8, "bool": 1}
 
 
 def _bytes(slot: Slot) -> int:
     return max(1, slot.size) * _ITEMSIZE.get(slot.dtype, 8)
-
-
-def _unit_reshape(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
-    return tuple(n for n in a if n != 1) == tuple(n for n in b if n != 1)
 
 
 def slot_kinds(program: Program, known: Sequence[bool]) -> dict[int, str]:
@@ -90,14 +76,14 @@ def slot_kinds(program: Program, known: Sequence[bool]) -> dict[int, str]:
 
 
 def recompute_cost(program: Program, step: Step) -> int | None:
-    """Bytes-equivalent cost of recomputing ``step`` once; ``None`` for a barrier."""
-    name = step.primitive.name
-    weight = WEIGHTS.get(name)
+    """Bytes-equivalent cost of recomputing ``step`` once; ``None`` for a barrier.
+
+    The weight per element is the primitive's own (``Primitive.recompute_weight``).
+    """
+    weight = step.primitive.recompute_weight([program.slots[i] for i in step.inputs],
+                                             program.slots[step.output])
     if weight is None:
         return None
-    if name == "reshape" and not _unit_reshape(program.slots[step.inputs[0]].shape,
-                                               program.slots[step.output].shape):
-        return None  # moves elements: a fused loop cannot index it
     return weight * max(1, program.slots[step.output].size)
 
 
@@ -222,4 +208,4 @@ def cost(program: Program, stored: Iterable[int], recomputed: Iterable[int]) -> 
             + sum(recompute_cost(program, producer[i]) for i in recomputed))
 
 
-__all__ = ["WEIGHTS", "choose", "cost", "recompute_cost", "slot_kinds"]
+__all__ = ["choose", "cost", "recompute_cost", "slot_kinds"]

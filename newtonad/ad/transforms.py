@@ -23,9 +23,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .primitives.core import UndefPrimal, const_p, tangent_layout
-from .primitives.elementwise import add_any, convert, div, mul, neg
-from .primitives.structural import broadcast_to, reshape, zeros
+from .primitives.core import Frame, UndefPrimal, const_p
+from .primitives.elementwise import add_any, convert, mul
+from .primitives.structural import broadcast_to, zeros
 from .program import Program, Slot
 from .remat import choose as choose_residuals, slot_kinds
 from .trace import interpret, to_program
@@ -80,16 +80,16 @@ def jvp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)) -> P
     tangents_in = _tracers([frame_slot(program.slots[program.inputs[i]], k) for i in wrt])
     env: dict[int, Any] = dict(zip(program.inputs, primals))
     tenv: dict[int, Any] = {program.inputs[i]: t for i, t in zip(wrt, tangents_in)}
-    with tangent_layout(framed=k is not None):
-        for step in program.steps:
-            args = [env[i] for i in step.inputs]
-            out = bind(step.primitive, *args, **step.kwargs)
-            env[step.output] = out
-            tangents = [tenv.get(i) for i in step.inputs]
-            if any(t is not None for t in tangents) and is_float(program.slots[step.output]):
-                t_out = step.primitive.jvp(args, tangents, out, **step.kwargs)
-                if t_out is not None:
-                    tenv[step.output] = _fit(t_out, frame_slot(program.slots[step.output], k).shape)
+    frame = Frame(k)  # every rule is told how its tangents are laid out
+    for step in program.steps:
+        args = [env[i] for i in step.inputs]
+        out = bind(step.primitive, *args, **step.kwargs)
+        env[step.output] = out
+        tangents = [tenv.get(i) for i in step.inputs]
+        if any(t is not None for t in tangents) and is_float(program.slots[step.output]):
+            t_out = step.primitive.jvp(frame, args, tangents, out, **step.kwargs)
+            if t_out is not None:
+                tenv[step.output] = _fit(t_out, frame_slot(program.slots[step.output], k).shape)
     outs = [env[i] for i in program.outputs]
     touts = [tenv[i] if i in tenv else zeros(frame_slot(program.slots[i], k).shape)
              for i in program.outputs]
@@ -105,7 +105,8 @@ def fold_scalings(program: Program, known: Sequence[bool]) -> Program:
     ``mul(u, -(b / a))``: the product of the factors is known, so after partial
     evaluation the linear program reads one residual instead of several and does one
     multiplication per element. An intermediate is folded only when it has no other
-    reader (otherwise it is needed anyway).
+    reader (otherwise it is needed anyway). Which steps are scalings, of what by what,
+    each primitive says itself (``primitive.algebra.scaling``).
     """
     kind = slot_kinds(program, known)
     readers: dict[int, int] = {}
@@ -120,28 +121,20 @@ def fold_scalings(program: Program, known: Sequence[bool]) -> Program:
     scaled: dict[int, tuple[Any, Any]] = {}  # slot -> (unknown base, known factor)
     for step in program.steps:
         args = [env[i] for i in step.inputs]
-        name = step.primitive.name
+        scaling = step.primitive.algebra.scaling
         split = None
-        if kind[step.output] == "unknown" and name in ("mul", "div", "neg"):
-            ins = step.inputs
-            if name == "neg":
-                split = (ins[0], -1.0)
-            elif name == "mul" and kind[ins[0]] == "unknown" and kind[ins[1]] != "unknown":
-                split = (ins[0], env[ins[1]])
-            elif name == "mul" and kind[ins[1]] == "unknown" and kind[ins[0]] != "unknown":
-                split = (ins[1], env[ins[0]])
-            elif name == "div" and kind[ins[0]] == "unknown" and kind[ins[1]] != "unknown":
-                split = (ins[0], div(1.0, env[ins[1]]))
+        if kind[step.output] == "unknown" and scaling is not None:
+            split = scaling([kind[i] == "unknown" for i in step.inputs], args)
         if split is None:
             env[step.output] = bind(step.primitive, *args, **step.kwargs)
             continue
-        u, factor = split
+        u, factor = step.inputs[split[0]], split[1]
         if u in scaled and readers[u] == 1:
             base, inner = scaled[u]
             factor = mul(inner, factor)
-        elif name == "neg":  # nothing to fold into: keep the plain negation
-            env[step.output] = neg(env[u])
-            scaled[step.output] = (env[u], -1.0)
+        elif isinstance(factor, float):  # nothing to fold into (a plain negation): keep it
+            env[step.output] = bind(step.primitive, *args, **step.kwargs)
+            scaled[step.output] = (env[u], factor)
             continue
         else:
             base = env[u]
@@ -346,47 +339,48 @@ def linearized_hvp(program: Program, k: int | None) -> tuple[Program, Program]:
 
 # ---- simplification ----------------------------------------------------------------------------
 
-_BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "arctan2"}
-
-
 def _uniform(x: Any) -> np.ndarray | None:
     """The value of a constant that is the same everywhere (seen through broadcasts)."""
     while isinstance(x, Var) and not x.const and x.creator is not None and \
-            x.creator.primitive.name in ("broadcast_to", "reshape"):
+            x.creator.primitive.algebra.transparent:
         x = x.creator.args[0]
     if isinstance(x, Var) and x.const and np.asarray(x.value).size == 1:
         return np.asarray(x.value).reshape(())
     return None
 
 
-def _rewrite(primitive, args: list, out_aval: Slot) -> Any:
-    """Algebraic identities that keep shape and dtype; ``None`` when none applies."""
-    name = primitive.name
-    if name in _BINARY:
+def _rewrite(primitive, args: list, out_aval: Slot, params: dict) -> Any:
+    """Algebraic identities that keep shape and dtype; ``None`` when none applies.
+
+    The identities are the primitive's own (``primitive.algebra``): identity elements,
+    involutions, chains that collapse, conversions to the same dtype, and broadcast
+    constants that may be scalars.
+    """
+    algebra = primitive.algebra
+    if algebra.left_identity is not None or algebra.right_identity is not None \
+            or algebra.scalar_operands:
         a, b = args
         ua, ub = _uniform(a), _uniform(b)
-        if name == "mul" and ua == 1 and b.aval.dtype == out_aval.dtype:
+        if algebra.left_identity is not None and ua == algebra.left_identity \
+                and b.aval.dtype == out_aval.dtype:
             return broadcast_to(b, out_aval.shape)
-        if name in ("mul", "div") and ub == 1 and a.aval.dtype == out_aval.dtype:
+        if algebra.right_identity is not None and ub == algebra.right_identity \
+                and a.aval.dtype == out_aval.dtype:
             return broadcast_to(a, out_aval.shape)
-        if name == "add" and ua == 0 and b.aval.dtype == out_aval.dtype:
-            return broadcast_to(b, out_aval.shape)
-        if name in ("add", "sub") and ub == 0 and a.aval.dtype == out_aval.dtype:
-            return broadcast_to(a, out_aval.shape)
-        # A broadcast constant next to a full-size operand becomes a scalar constant.
-        if ub is not None and b.shape != () and a.aval.shape == out_aval.shape:
-            return bind(primitive, a, Var(ub, const=True))
-        if ua is not None and a.shape != () and b.aval.shape == out_aval.shape:
-            return bind(primitive, Var(ua, const=True), b)
-    elif name == "neg":
+        if algebra.scalar_operands:
+            # A broadcast constant next to a full-size operand becomes a scalar constant.
+            if ub is not None and b.shape != () and a.aval.shape == out_aval.shape:
+                return bind(primitive, a, Var(ub, const=True))
+            if ua is not None and a.shape != () and b.aval.shape == out_aval.shape:
+                return bind(primitive, Var(ua, const=True), b)
+    elif algebra.involution or algebra.collapses:
         op = args[0].creator
-        if op is not None and op.primitive.name == "neg" and not args[0].const:
-            return op.args[0]
-    elif name == "reshape":
-        op = args[0].creator
-        if op is not None and op.primitive.name == "reshape" and not args[0].const:
-            return reshape(op.args[0], out_aval.shape)
-    elif name == "convert" and args[0].aval.dtype == out_aval.dtype:
+        if op is not None and op.primitive is primitive and not args[0].const:
+            if algebra.involution:
+                return op.args[0]
+            inner = op.args[0]
+            return inner if inner.aval == out_aval else bind(primitive, inner, **params)
+    elif algebra.noop_same_dtype and args[0].aval.dtype == out_aval.dtype:
         return args[0]
     return None
 
@@ -402,7 +396,7 @@ def simplify(program: Program) -> Program:
     for step in program.steps:
         args = [env[i] for i in step.inputs]
         if step.primitive is not const_p and all(isinstance(a, Var) for a in args):
-            replaced = _rewrite(step.primitive, args, program.slots[step.output])
+            replaced = _rewrite(step.primitive, args, program.slots[step.output], step.kwargs)
             if replaced is not None:
                 env[step.output] = replaced
                 continue

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..program import Slot
 from ..var import Var
-from .core import Primitive, is_undef, shape_of
+from .core import Frame, Primitive, is_undef, shape_of
 from .elementwise import add, div, eq, mul, neg, scale, select, sub
 from .linalg import einsum, parse
 from .structural import broadcast_to, concatenate, gather, reshape, slice_, transpose
@@ -109,10 +109,10 @@ def triangle_mask(n: int, lower: bool, strict: bool = False) -> np.ndarray:
     return np.triu(np.ones((n, n)), 1 if strict else 0)
 
 
-def symmetric_from_triangle(t: Any, nb: int, n: int, lower: bool) -> Any:
+def symmetric_from_triangle(frame: Frame, t: Any, nb: int, n: int, lower: bool) -> Any:
     """The symmetric matrix a LAPACK routine sees when it reads one triangle of ``t``."""
-    part = scale(t, triangle_mask(n, lower))
-    return add(part, swap(scale(t, triangle_mask(n, lower, strict=True)), nb))
+    part = scale(frame, t, triangle_mask(n, lower))
+    return add(part, swap(scale(frame, t, triangle_mask(n, lower, strict=True)), nb))
 
 
 def gap_inverse(v: Any, nb: int, squared: bool = False) -> Any:
@@ -177,7 +177,7 @@ def _solve_shape(a: Slot, b: Slot) -> Slot:
     return Slot(b.shape, "float64")
 
 
-def _solve_jvp(primals, tangents, out):
+def _solve_jvp(frame, primals, tangents, out):
     (a, _), (ta, tb) = primals, tangents
     nb = _nb(a)
     rhs = tb if ta is None else _sub_any(tb, _apply(ta, out, nb))  # dB - dA X
@@ -191,7 +191,7 @@ def _solve_transpose(ct, a, b):
 
 
 solve_p = Primitive("solve", impl=_solve_impl, shape=_solve_shape, jvp=_solve_jvp,
-                    transpose=_solve_transpose, numpy_only=True)
+                    transpose=_solve_transpose, linear_in=(1,), kind="matrix", numpy_only=True)
 
 
 def solve(a, b):
@@ -219,13 +219,13 @@ def _triangular_shape(a: Slot, b: Slot, **params) -> Slot:
     return Slot(b.shape, "float64")
 
 
-def _triangular_jvp(primals, tangents, out, *, lower, trans, unit_diagonal):
+def _triangular_jvp(frame, primals, tangents, out, *, lower, trans, unit_diagonal):
     (a, _), (ta, tb) = primals, tangents
     nb = _nb(a)
     rhs = tb
     if ta is not None:
         # Only the triangle that is read (without the diagonal when it is taken as ones).
-        da = scale(ta, triangle_mask(shape_of(a)[-1], lower, strict=unit_diagonal))
+        da = scale(frame, ta, triangle_mask(shape_of(a)[-1], lower, strict=unit_diagonal))
         rhs = _sub_any(tb, _apply(da, out, nb, transposed=trans))
     return triangular_solve(a, rhs, lower=lower, trans=trans, unit_diagonal=unit_diagonal)
 
@@ -240,7 +240,8 @@ def _triangular_transpose(ct, a, b, *, lower, trans, unit_diagonal):
 
 triangular_solve_p = Primitive("triangular_solve", impl=_triangular_impl,
                                shape=_triangular_shape, jvp=_triangular_jvp,
-                               transpose=_triangular_transpose, numpy_only=True)
+                               transpose=_triangular_transpose, linear_in=(1,),
+                               kind="matrix", numpy_only=True)
 
 
 def triangular_solve(a, b, *, lower: bool, trans: bool = False, unit_diagonal: bool = False):
@@ -257,20 +258,20 @@ def _cholesky_shape(a: Slot) -> Slot:
     return Slot(a.shape, "float64")
 
 
-def _cholesky_jvp(primals, tangents, out):
+def _cholesky_jvp(frame, primals, tangents, out):
     (a,), (ta,) = primals, tangents
     nb, n = _nb(a), shape_of(a)[-1]
     # dA = dL L^T + L dL^T, so L^{-1} dA L^{-T} = M + M^T with M = L^{-1} dL lower triangular:
     # M is its strict lower triangle plus half its diagonal.
-    s = symmetric_from_triangle(ta, nb, n, lower=True)
+    s = symmetric_from_triangle(frame, ta, nb, n, lower=True)
     y = triangular_solve(out, s, lower=True)                     # L^{-1} S
     z = triangular_solve(out, swap(y, nb), lower=True)           # L^{-1} S L^{-T}
     half = triangle_mask(n, lower=True, strict=True) + 0.5 * np.eye(n)
-    return contract("ij,jk->ik", out, scale(z, half), nb)
+    return contract("ij,jk->ik", out, scale(frame, z, half), nb)
 
 
 cholesky_p = Primitive("cholesky", impl=lambda a: np.linalg.cholesky(np.asarray(a, dtype=float)),
-                       shape=_cholesky_shape, jvp=_cholesky_jvp, numpy_only=True)
+                       shape=_cholesky_shape, jvp=_cholesky_jvp, kind="matrix", numpy_only=True)
 
 
 def cholesky(a):
@@ -291,20 +292,21 @@ def _eigh_shape(a: Slot, *, uplo) -> Slot:
     return Slot(batch + (n + 1, n), "float64")
 
 
-def _eigh_jvp(primals, tangents, out, *, uplo):
+def _eigh_jvp(frame, primals, tangents, out, *, uplo):
     (a,), (ta,) = primals, tangents
     nb, n = _nb(a), shape_of(a)[-1]
     w = reshape(rows(out, nb, 0, 1), shape_of(a)[:nb] + (n,))
     v = rows(out, nb, 1, n + 1)
-    s = symmetric_from_triangle(ta, nb, n, lower=(uplo == "L"))
+    s = symmetric_from_triangle(frame, ta, nb, n, lower=(uplo == "L"))
     p = contract("ji,jk->ik", v, contract("ij,jk->ik", s, v, nb), nb)  # V^T dA V
     dw = diag_part(p, nb)
-    dv = contract("ij,jk->ik", v, scale(p, gap_inverse(w, nb)), nb)
+    dv = contract("ij,jk->ik", v, scale(frame, p, gap_inverse(w, nb)), nb)
     frame = shape_of(dw)[nb + 1:]
     return concatenate([reshape(dw, shape_of(a)[:nb] + (1, n) + frame), dv], nb)
 
 
-eigh_p = Primitive("eigh", impl=_eigh_impl, shape=_eigh_shape, jvp=_eigh_jvp, numpy_only=True)
+eigh_p = Primitive("eigh", impl=_eigh_impl, shape=_eigh_shape, jvp=_eigh_jvp, kind="matrix",
+                   numpy_only=True)
 
 
 def eigh(a, uplo: str = "L"):
@@ -334,7 +336,7 @@ def _svd_parts(packed: Any, nb: int, m: int, n: int):
     return u, s, v
 
 
-def _svd_jvp(primals, tangents, out):
+def _svd_jvp(frame, primals, tangents, out):
     (a,), (ta,) = primals, tangents
     nb = _nb(a)
     batch, (m, n) = shape_of(a)[:nb], shape_of(a)[nb:]
@@ -345,10 +347,10 @@ def _svd_jvp(primals, tangents, out):
     ds = diag_part(p, nb)
     s_row, s_col = reshape(s, batch + (1, k)), reshape(s, batch + (k, 1))
     f = gap_inverse(s, nb, squared=True)             # 1 / (s_j² - s_i²)
-    ps = scale(p, s_row)                             # P S
-    sp = scale(p, s_col)                             # S P
-    du = contract("ij,jk->ik", u, scale(add(ps, swap(ps, nb)), f), nb)
-    dv = contract("ij,jk->ik", v, scale(add(sp, swap(sp, nb)), f), nb)
+    ps = scale(frame, p, s_row)                             # P S
+    sp = scale(frame, p, s_col)                             # S P
+    du = contract("ij,jk->ik", u, scale(frame, add(ps, swap(ps, nb)), f), nb)
+    dv = contract("ij,jk->ik", v, scale(frame, add(sp, swap(sp, nb)), f), nb)
     if m > k:  # the part of dA V outside span(U)
         du = add(du, div(sub(dav, contract("ij,jk->ik", u, p, nb)), _lift_row(s_row, dav, nb)))
     if n > k:
@@ -364,7 +366,8 @@ def _lift_row(s_row: Any, t: Any, nb: int) -> Any:
     return reshape(s_row, shape_of(s_row) + (1,) * extra)
 
 
-svd_p = Primitive("svd", impl=_svd_impl, shape=_svd_shape, jvp=_svd_jvp, numpy_only=True)
+svd_p = Primitive("svd", impl=_svd_impl, shape=_svd_shape, jvp=_svd_jvp, kind="matrix",
+                  numpy_only=True)
 
 
 def _svdvals_shape(a: Slot) -> Slot:
@@ -373,7 +376,7 @@ def _svdvals_shape(a: Slot) -> Slot:
     return Slot(a.shape[:-2] + (min(a.shape[-2:]),), "float64")
 
 
-def _svdvals_jvp(primals, tangents, out):
+def _svdvals_jvp(frame, primals, tangents, out):
     (a,), (ta,) = primals, tangents
     nb = _nb(a)
     m, n = shape_of(a)[nb:]
@@ -383,7 +386,7 @@ def _svdvals_jvp(primals, tangents, out):
 
 svdvals_p = Primitive("svdvals",
                       impl=lambda a: np.linalg.svd(np.asarray(a, dtype=float), compute_uv=False),
-                      shape=_svdvals_shape, jvp=_svdvals_jvp, numpy_only=True)
+                      shape=_svdvals_shape, jvp=_svdvals_jvp, kind="matrix", numpy_only=True)
 
 
 def svd(a):
@@ -410,7 +413,7 @@ def _qr_shape(a: Slot) -> Slot:
     return Slot(a.shape[:-2] + (m + n, min(m, n)), "float64")
 
 
-def _qr_jvp(primals, tangents, out):
+def _qr_jvp(frame, primals, tangents, out):
     (a,), (ta,) = primals, tangents
     nb = _nb(a)
     m, n = shape_of(a)[nb:]
@@ -424,14 +427,15 @@ def _qr_jvp(primals, tangents, out):
     # minus its transpose, dR = (C - Ω) R and dQ = Y - Q (C - Ω).
     y = swap(triangular_solve(r, swap(ta, nb), lower=False, trans=True), nb)
     c = contract("ji,jk->ik", q, y, nb)
-    low = scale(c, triangle_mask(n, lower=True, strict=True))
+    low = scale(frame, c, triangle_mask(n, lower=True, strict=True))
     c_minus_omega = sub(c, sub(low, swap(low, nb)))
     dq = sub(y, contract("ij,jk->ik", q, c_minus_omega, nb))
     dr = contract("ij,jk->ik", c_minus_omega, r, nb)
     return concatenate([dq, swap(dr, nb)], nb)
 
 
-qr_p = Primitive("qr", impl=_qr_impl, shape=_qr_shape, jvp=_qr_jvp, numpy_only=True)
+qr_p = Primitive("qr", impl=_qr_impl, shape=_qr_shape, jvp=_qr_jvp, kind="matrix",
+                 numpy_only=True)
 
 
 def qr(a):
@@ -451,7 +455,7 @@ def _pinv_shape(a: Slot, *, options) -> Slot:
     return Slot(a.shape[:-2] + (a.shape[-1], a.shape[-2]), "float64")
 
 
-def _pinv_jvp(primals, tangents, out, *, options):
+def _pinv_jvp(frame, primals, tangents, out, *, options):
     (a,), (ta,) = primals, tangents
     nb = _nb(a)
     batch, (m, n) = shape_of(a)[:nb], shape_of(a)[nb:]
@@ -469,7 +473,8 @@ def _pinv_jvp(primals, tangents, out, *, options):
     return add(sub(second, first), third)
 
 
-pinv_p = Primitive("pinv", impl=_pinv_impl, shape=_pinv_shape, jvp=_pinv_jvp, numpy_only=True)
+pinv_p = Primitive("pinv", impl=_pinv_impl, shape=_pinv_shape, jvp=_pinv_jvp, kind="matrix",
+                   numpy_only=True)
 
 
 def pinv(a, **options):
@@ -483,7 +488,7 @@ def _det_shape(a: Slot) -> Slot:
     return Slot(_check_square(a, "slogdet"), "float64")
 
 
-def _logabsdet_jvp(primals, tangents, out):
+def _logabsdet_jvp(frame, primals, tangents, out):
     (a,), (ta,) = primals, tangents
     nb, n = _nb(a), shape_of(a)[-1]
     # d log|det A| = trace(A^{-1} dA) = sum(A^{-T} * dA); A^{-T} is known once per point.
@@ -493,11 +498,12 @@ def _logabsdet_jvp(primals, tangents, out):
 
 logabsdet_p = Primitive(
     "logabsdet", impl=lambda a: np.linalg.slogdet(np.asarray(a, dtype=float))[1],
-    shape=_det_shape, jvp=_logabsdet_jvp, numpy_only=True)
+    shape=_det_shape, jvp=_logabsdet_jvp, kind="matrix", numpy_only=True)
 
 det_sign_p = Primitive(
     "det_sign", impl=lambda a: np.linalg.slogdet(np.asarray(a, dtype=float))[0],
-    shape=_det_shape, jvp=lambda p, t, out: None, numpy_only=True)  # piecewise constant
+    shape=_det_shape, jvp=lambda frame, p, t, out: None, kind="matrix",
+    numpy_only=True)  # piecewise constant
 
 
 def logabsdet(a):

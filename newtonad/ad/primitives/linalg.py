@@ -12,7 +12,7 @@ import string
 import numpy as np
 
 from ..program import Slot
-from .core import Primitive, framed, is_undef, shape_of
+from .core import Frame, Primitive, is_undef, shape_of
 from .elementwise import add_any
 from .structural import broadcast_to, reshape
 
@@ -44,9 +44,9 @@ def _free_letter(spec: str) -> str:
     return next(c for c in string.ascii_letters if c not in spec)
 
 
-def _einsum_jvp(primals, tangents, out, *, spec):
+def _einsum_jvp(frame: Frame, primals, tangents, out, *, spec):
     (sa, sb), so = parse(spec)
-    z = _free_letter(spec) if framed() else ""  # the frame's column index
+    z = _free_letter(spec) if frame.framed else ""  # the frame's column index
     a, b = primals
     ta, tb = tangents
     da = None if ta is None else einsum(f"{sa}{z},{sb}->{so}{z}", ta, b)
@@ -78,7 +78,7 @@ def _einsum_impl(a, b, *, spec):
 
 
 einsum_p = Primitive("einsum", impl=_einsum_impl, shape=_einsum_shape, jvp=_einsum_jvp,
-                     transpose=_einsum_transpose)
+                     transpose=_einsum_transpose, linear_in=(0, 1), kind="contraction")
 
 
 def einsum(spec: str, a, b):

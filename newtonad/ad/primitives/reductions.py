@@ -19,27 +19,27 @@ from .structural import (_reduced_shape, broadcast_to, expand_reduced, keepdims_
                          reduce_sum, reduce_sum_p, slice_, unslice)
 
 
-def _extremum_jvp(primals, tangents, out, *, axes):
+def _extremum_jvp(frame, primals, tangents, out, *, axes):
     (x,), (t,) = primals, tangents
     if t is None:
         return None
     # The tangent of the max is the mean tangent over the positions that attain it.
     hit = convert(eq(x, expand_reduced(out, x.aval.shape, axes)), dtype="float64")
     share = div(hit, expand_reduced(reduce_sum(hit, axes=axes), x.aval.shape, axes))
-    return reduce_sum(mul(t, lift(share)), axes=axes)
+    return reduce_sum(mul(t, lift(frame, share)), axes=axes)
 
 
 reduce_max_p = Primitive("reduce_max", impl=lambda x, *, axes: np.max(x, axis=axes),
-                         shape=_reduced_shape, jvp=_extremum_jvp)
+                         shape=_reduced_shape, jvp=_extremum_jvp, kind="reduction")
 reduce_min_p = Primitive("reduce_min", impl=lambda x, *, axes: np.min(x, axis=axes),
-                         shape=_reduced_shape, jvp=_extremum_jvp)
+                         shape=_reduced_shape, jvp=_extremum_jvp, kind="reduction")
 
 
-def _prod_jvp(primals, tangents, out, *, axes):
+def _prod_jvp(frame, primals, tangents, out, *, axes):
     (x,), (t,) = primals, tangents
     if t is None:
         return None
-    return reduce_sum(mul(t, lift(_prod_of_others(x, out, axes))), axes=axes)
+    return reduce_sum(mul(t, lift(frame, _prod_of_others(x, out, axes))), axes=axes)
 
 
 def _prod_of_others(x, out, axes):
@@ -65,7 +65,7 @@ def _prod_of_others(x, out, axes):
 
 
 reduce_prod_p = Primitive("reduce_prod", impl=lambda x, *, axes: np.prod(x, axis=axes),
-                          shape=_reduced_shape, jvp=_prod_jvp)
+                          shape=_reduced_shape, jvp=_prod_jvp, kind="reduction")
 
 
 def _cumsum_impl(x, *, axis, reverse):
@@ -83,9 +83,10 @@ def _cumsum_shape(x: Slot, *, axis: int, reverse: bool) -> Slot:
 
 cumsum_p = Primitive(
     "cumsum", impl=_cumsum_impl, shape=_cumsum_shape,
-    jvp=lambda p, t, out, *, axis, reverse: cumsum(t[0], axis=axis, reverse=reverse),
+    jvp=lambda frame, p, t, out, *, axis, reverse: cumsum(t[0], axis=axis, reverse=reverse),
     # The transpose of a running sum is the running sum from the other end.
-    transpose=lambda ct, x, *, axis, reverse: [cumsum(ct, axis=axis, reverse=not reverse)])
+    transpose=lambda ct, x, *, axis, reverse: [cumsum(ct, axis=axis, reverse=not reverse)],
+    kind="scan")
 
 
 # ---- linear_scan: y_i = a_i * y_(i-1) + b_i (cumprod, and its own derivatives) -------------
@@ -122,14 +123,14 @@ def shift_along(x, axis: int, reverse: bool):
     return unslice(kept, shape, lead + [(0, n - 1, 1) if reverse else (1, n, 1)])
 
 
-def _scan_jvp(primals, tangents, out, *, axis, reverse):
+def _scan_jvp(frame, primals, tangents, out, *, axis, reverse):
     (a, _), (ta, tb) = primals, tangents
     # d y_i = a_i d y_(i-1) + (d a_i y_(i-1) + d b_i): the same recurrence on new inputs.
-    from_a = None if ta is None else mul(ta, lift(shift_along(out, axis, reverse)))
+    from_a = None if ta is None else mul(ta, lift(frame, shift_along(out, axis, reverse)))
     drive = from_a if tb is None else (tb if from_a is None else add(from_a, tb))
     if drive is None:
         return None
-    return linear_scan(lift(a), drive, axis=axis, reverse=reverse)
+    return linear_scan(lift(frame, a), drive, axis=axis, reverse=reverse)
 
 
 def _scan_transpose(ct, a, b, *, axis, reverse):
@@ -141,7 +142,8 @@ def _scan_transpose(ct, a, b, *, axis, reverse):
 
 
 linear_scan_p = Primitive("linear_scan", impl=_scan_impl, shape=_scan_shape, jvp=_scan_jvp,
-                          transpose=_scan_transpose, numpy_only=True)
+                          transpose=_scan_transpose, linear_in=(1,), kind="scan",
+                          numpy_only=True)
 
 
 def linear_scan(a, b, *, axis, reverse=False):

@@ -30,23 +30,27 @@ def _reduced_positions_shape(x: Slot, *, axis: int) -> Slot:
     return Slot(x.shape[:axis] + x.shape[axis + 1:], "int64")
 
 
-def _no_tangent(primals, tangents, out, **params):
+def _no_tangent(frame, primals, tangents, out, **params):
     return None
 
 
 argsort_p = Primitive(
     "argsort", impl=lambda x, *, axis, kind: np.argsort(x, axis=axis, kind=kind).astype(np.int64),
-    shape=_positions_shape, jvp=_no_tangent, numpy_only=True)
+    shape=_positions_shape, jvp=_no_tangent, kind="positions",
+    numpy_only=True)
 argpartition_p = Primitive(
     "argpartition",
     impl=lambda x, *, kth, axis: np.argpartition(x, kth, axis=axis).astype(np.int64),
-    shape=_positions_shape, jvp=_no_tangent, numpy_only=True)
+    shape=_positions_shape, jvp=_no_tangent, kind="positions",
+    numpy_only=True)
 argmax_p = Primitive(
     "argmax", impl=lambda x, *, axis: np.argmax(x, axis=axis).astype(np.int64),
-    shape=_reduced_positions_shape, jvp=_no_tangent, numpy_only=True)
+    shape=_reduced_positions_shape, jvp=_no_tangent, kind="positions",
+    numpy_only=True)
 argmin_p = Primitive(
     "argmin", impl=lambda x, *, axis: np.argmin(x, axis=axis).astype(np.int64),
-    shape=_reduced_positions_shape, jvp=_no_tangent, numpy_only=True)
+    shape=_reduced_positions_shape, jvp=_no_tangent, kind="positions",
+    numpy_only=True)
 
 
 def argsort(x, *, axis: int, kind: str | None = "stable"):

@@ -53,10 +53,10 @@ def _same_shape(x: Slot) -> Slot:
 def _unary(name: str, impl: Callable, deriv: Callable | None, *, shape=float_shape,
            numpy_only: bool = False) -> Primitive:
     """An elementwise unary primitive with jvp ``t * deriv(x, out)`` (None: zero tangent)."""
-    def jvp(primals, tangents, out):
+    def jvp(frame, primals, tangents, out):
         if deriv is None:
             return None
-        return scale(tangents[0], deriv(primals[0], out))
+        return scale(frame, tangents[0], deriv(primals[0], out))
 
     return Primitive(name, impl=impl, shape=shape, jvp=jvp, numpy_only=numpy_only)
 
@@ -119,8 +119,8 @@ digamma_p = _unary("digamma", _scipy("digamma"), lambda x, y: polygamma(x, n=1),
                    numpy_only=True)
 
 
-def _polygamma_jvp(primals, tangents, out, *, n):
-    return scale(tangents[0], polygamma(primals[0], n=n + 1))
+def _polygamma_jvp(frame, primals, tangents, out, *, n):
+    return scale(frame, tangents[0], polygamma(primals[0], n=n + 1))
 
 
 _polygamma = _scipy("polygamma")
@@ -129,10 +129,11 @@ polygamma_p = Primitive("polygamma", impl=lambda x, *, n: _polygamma(n, x),
                         numpy_only=True)
 
 
-def _betaln_jvp(primals, tangents, out):
+def _betaln_jvp(frame, primals, tangents, out):
     (a, b), (ta, tb) = primals, tangents
     psi_ab = digamma(add(a, b))
-    return add_any(scale(ta, sub(digamma(a), psi_ab)), scale(tb, sub(digamma(b), psi_ab)))
+    return add_any(scale(frame, ta, sub(digamma(a), psi_ab)),
+                   scale(frame, tb, sub(digamma(b), psi_ab)))
 
 
 betaln_p = Primitive("betaln", impl=_scipy("betaln"), shape=float_shape, jvp=_betaln_jvp,
@@ -163,10 +164,10 @@ entr_p = _unary("entr", _scipy("entr"), lambda x, y: neg(add(log(x), 1.0)))
 
 
 def _xlog_jvp(log_fn: Callable[[Any], Any], shift: float):
-    def jvp(primals, tangents, out):
+    def jvp(frame, primals, tangents, out):
         (x, y), (tx, ty) = primals, tangents
-        dy = None if ty is None else scale(ty, div(x, add(y, shift) if shift else y))
-        return add_any(scale(tx, log_fn(y)), dy)
+        dy = None if ty is None else scale(frame, ty, div(x, add(y, shift) if shift else y))
+        return add_any(scale(frame, tx, log_fn(y)), dy)
     return jvp
 
 
@@ -177,12 +178,12 @@ xlog1py_p = Primitive("xlog1py", impl=_scipy("xlog1py"), shape=float_shape,
 
 # ---- NumPy elementwise functions -----------------------------------------------------------
 
-def _hypot_jvp(primals, tangents, out):
+def _hypot_jvp(frame, primals, tangents, out):
     (x, y), (tx, ty) = primals, tangents
     # d hypot = (x dx + y dy) / hypot, taken as 0 at the origin (a cone's subgradient).
     zero = eq(out, 0.0)
     safe = select(zero, 1.0, out)
-    return add_any(scale(tx, div(x, safe)), scale(ty, div(y, safe)))
+    return add_any(scale(frame, tx, div(x, safe)), scale(frame, ty, div(y, safe)))
 
 
 hypot_p = Primitive("hypot", impl=np.hypot, shape=float_shape, jvp=_hypot_jvp)
@@ -197,19 +198,19 @@ rint_p = _unary("rint", np.rint, None)
 trunc_p = _unary("trunc", np.trunc, None, shape=_same_shape)
 
 floor_divide_p = Primitive("floor_divide", impl=np.floor_divide, shape=broadcast_shape,
-                           jvp=lambda p, t, out: None)
+                           jvp=lambda frame, p, t, out: None)
 
 
-def _remainder_jvp(primals, tangents, out):
+def _remainder_jvp(frame, primals, tangents, out):
     # x mod y = x - q y with q = floor(x / y) piecewise constant: d = dx - q dy
     (x, y), (tx, ty) = primals, tangents
-    return add_any(tx, None if ty is None else scale(ty, neg(floor_divide(x, y))))
+    return add_any(tx, None if ty is None else scale(frame, ty, neg(floor_divide(x, y))))
 
 
-def _fmod_jvp(primals, tangents, out):
+def _fmod_jvp(frame, primals, tangents, out):
     # fmod(x, y) = x - q y with q = trunc(x / y); q recovered exactly from the result
     (x, y), (tx, ty) = primals, tangents
-    return add_any(tx, None if ty is None else scale(ty, neg(rint(div(sub(x, out), y)))))
+    return add_any(tx, None if ty is None else scale(frame, ty, neg(rint(div(sub(x, out), y)))))
 
 
 remainder_p = Primitive("remainder", impl=np.remainder, shape=broadcast_shape,

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..program import Slot
 from ..var import Var
-from .core import Primitive, UndefPrimal, _layout, frame_cols, shape_of
+from .core import Algebra, Frame, Primitive, UndefPrimal, shape_of
 
 
 # ---- reshape ---------------------------------------------------------------------------
@@ -26,10 +26,20 @@ def _reshape_shape(x: Slot, *, shape: tuple[int, ...]) -> Slot:
     return Slot(tuple(shape), x.dtype)
 
 
+def _reshape_weight(in_avals, out_aval: Slot) -> int | None:
+    """Free when it only adds or drops unit axes (a fused loop indexes through it); a
+    reshape that moves elements cannot be recomputed inside a loop nest."""
+    def squeezed(shape):
+        return tuple(n for n in shape if n != 1)
+    return 0 if squeezed(in_avals[0].shape) == squeezed(out_aval.shape) else None
+
+
 reshape_p = Primitive(
     "reshape", impl=lambda x, *, shape: np.reshape(x, shape), shape=_reshape_shape,
-    jvp=lambda p, t, out, *, shape: reshape(t[0], shape + frame_cols(t[0], p[0].ndim)),
-    transpose=lambda ct, x, *, shape: [reshape(ct, x.shape)])
+    jvp=lambda frame, p, t, out, *, shape: reshape(t[0], shape + frame.cols),
+    transpose=lambda ct, x, *, shape: [reshape(ct, x.shape)],
+    kind="structural", weight=_reshape_weight,
+    algebra=Algebra(collapses=True, transparent=True))
 
 
 def reshape(x, shape):
@@ -51,8 +61,9 @@ def _with_frame(perm: tuple[int, ...], t: Any) -> tuple[int, ...]:
 
 transpose_p = Primitive(
     "transpose", impl=lambda x, *, perm: np.transpose(x, perm), shape=_transpose_shape,
-    jvp=lambda p, t, out, *, perm: transpose(t[0], _with_frame(perm, t[0])),
-    transpose=lambda ct, x, *, perm: [transpose(ct, _with_frame(tuple(np.argsort(perm).tolist()), ct))])
+    jvp=lambda frame, p, t, out, *, perm: transpose(t[0], _with_frame(perm, t[0])),
+    transpose=lambda ct, x, *, perm: [transpose(ct, _with_frame(tuple(np.argsort(perm).tolist()), ct))],
+    kind="structural", weight=0)
 
 
 def transpose(x, perm):
@@ -68,16 +79,16 @@ def _broadcast_shape(x: Slot, *, shape: tuple[int, ...]) -> Slot:
     return Slot(tuple(shape), x.dtype)
 
 
-def _broadcast_jvp(primals, tangents, out, *, shape):
-    t = tangents[0]
+def _broadcast_jvp(frame, primals, tangents, out, *, shape):
     # A frame x.shape + (k,) right-aligns with shape + (k,): NumPy's rule does the rest.
-    return broadcast_to(t, shape + frame_cols(t, primals[0].ndim))
+    return broadcast_to(tangents[0], shape + frame.cols)
 
 
 broadcast_to_p = Primitive(
     "broadcast_to", impl=lambda x, *, shape: np.broadcast_to(x, shape),
     shape=_broadcast_shape, jvp=_broadcast_jvp,
-    transpose=lambda ct, x, *, shape: [unbroadcast(ct, x.shape)])
+    transpose=lambda ct, x, *, shape: [unbroadcast(ct, x.shape)],
+    kind="structural", weight=0, algebra=Algebra(transparent=True))
 
 
 def broadcast_to(x, shape):
@@ -107,8 +118,9 @@ def _slice_shape(x: Slot, *, slices) -> Slot:
 
 slice_p = Primitive(
     "slice", impl=lambda x, *, slices: np.asarray(x)[_as_slices(slices)], shape=_slice_shape,
-    jvp=lambda p, t, out, *, slices: slice_(t[0], slices),
-    transpose=lambda ct, x, *, slices: [unslice(ct, x.shape, slices)])
+    jvp=lambda frame, p, t, out, *, slices: slice_(t[0], slices),
+    transpose=lambda ct, x, *, slices: [unslice(ct, x.shape, slices)],
+    kind="structural", weight=0)
 
 
 def _unslice_impl(y, *, shape, slices):
@@ -127,8 +139,8 @@ def _unslice_shape(y: Slot, *, shape, slices) -> Slot:
 
 unslice_p = Primitive(
     "unslice", impl=_unslice_impl, shape=_unslice_shape,
-    jvp=lambda p, t, out, *, shape, slices: unslice(t[0], shape, slices),
-    transpose=lambda ct, y, *, shape, slices: [slice_(ct, slices)])
+    jvp=lambda frame, p, t, out, *, shape, slices: unslice(t[0], shape, slices),
+    transpose=lambda ct, y, *, shape, slices: [slice_(ct, slices)], kind="structural")
 
 
 def slice_(x, slices):
@@ -168,9 +180,9 @@ def _concat_shape(*xs: Slot, axis: int) -> Slot:
     return Slot(first.shape[:axis] + (size,) + first.shape[axis + 1:], dtype)
 
 
-def _concat_jvp(primals, tangents, out, *, axis):
-    cols = next(frame_cols(t, len(shape_of(p))) for p, t in zip(primals, tangents) if t is not None)
-    parts = [t if t is not None else zeros(shape_of(p) + cols) for p, t in zip(primals, tangents)]
+def _concat_jvp(frame, primals, tangents, out, *, axis):
+    parts = [t if t is not None else zeros(shape_of(p) + frame.cols)
+             for p, t in zip(primals, tangents)]
     return concatenate(parts, axis)
 
 
@@ -189,7 +201,7 @@ def _concat_transpose(ct, *xs, axis):
 
 concatenate_p = Primitive(
     "concatenate", impl=lambda *xs, axis: np.concatenate(xs, axis=axis), shape=_concat_shape,
-    jvp=_concat_jvp, transpose=_concat_transpose)
+    jvp=_concat_jvp, transpose=_concat_transpose, linear_in="all", kind="structural")
 
 
 def concatenate(xs, axis):
@@ -215,8 +227,8 @@ def _gather_transpose(ct, x, idx, *, axis):
 
 gather_p = Primitive(
     "gather", impl=lambda x, idx, *, axis: np.take(x, idx, axis=axis), shape=_gather_shape,
-    jvp=lambda p, t, out, *, axis: None if t[0] is None else gather(t[0], p[1], axis),
-    transpose=_gather_transpose)
+    jvp=lambda frame, p, t, out, *, axis: None if t[0] is None else gather(t[0], p[1], axis),
+    transpose=_gather_transpose, kind="gather")
 
 
 def _scatter_add_impl(y, idx, *, axis, shape):
@@ -245,8 +257,9 @@ def _scatter_add_transpose(ct, y, idx, *, axis, shape):
 
 scatter_add_p = Primitive(
     "scatter_add", impl=_scatter_add_impl, shape=_scatter_add_shape,
-    jvp=lambda p, t, out, *, axis, shape: None if t[0] is None else scatter_add(t[0], p[1], axis, shape),
-    transpose=_scatter_add_transpose)
+    jvp=lambda frame, p, t, out, *, axis, shape: (
+        None if t[0] is None else scatter_add(t[0], p[1], axis, shape)),
+    transpose=_scatter_add_transpose, kind="gather")
 
 
 def gather(x, idx, axis):
@@ -285,8 +298,8 @@ def _sum_transpose(ct, x, *, axes):
 
 reduce_sum_p = Primitive(
     "reduce_sum", impl=lambda x, *, axes: np.sum(x, axis=axes), shape=_reduced_shape,
-    jvp=lambda p, t, out, *, axes: reduce_sum(t[0], axes=axes),
-    transpose=_sum_transpose)
+    jvp=lambda frame, p, t, out, *, axes: reduce_sum(t[0], axes=axes),
+    transpose=_sum_transpose, kind="reduction")
 
 
 def reduce_sum(x, *, axes): return reduce_sum_p(x, axes=tuple(axes))
@@ -306,9 +319,9 @@ def unbroadcast(ct: Any, shape: tuple[int, ...]) -> Any:
 
 # ---- frames: primals lifted against tangent frames, zero frames ----------------------------
 
-def lift(x: Any) -> Any:
+def lift(frame: Frame, x: Any) -> Any:
     """A primal of shape ``s`` made to broadcast against tangents: ``s + (1,)`` for frames."""
-    return reshape(x, shape_of(x) + (1,)) if _layout["framed"] else x
+    return reshape(x, shape_of(x) + (1,)) if frame.framed else x
 
 
 def zeros(shape: tuple[int, ...], dtype: str = "float64") -> Any:
