@@ -415,3 +415,12 @@ def test_subprocess_smoke():
     assert proc.returncode == 0, proc.stderr
     assert "success" in proc.stdout
     assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("module", ["args", "cost", "disp", "methods", "progress", "table"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(f"newtonad.cli.{module}"))
+    assert result.attempted > 0 and result.failed == 0

@@ -152,3 +152,12 @@ def test_same_steps_and_evaluations_as_minpack_reference():
         assert a == b and ours.values == ref.values, trial
         compared += ours.values > 1
     assert compared > 100  # most searches went past the first trial step
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import newtonad.solvers.line_search as module
+
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0

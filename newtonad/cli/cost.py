@@ -55,7 +55,7 @@ def cost_warning(method: str, n: int) -> Optional[str]:
         return (f"{meth} at n = {n} builds a dense {n} x {n} Hessian at every iterate "
                 f"({fmt_bytes(8 * n * n)}, {n} Hessian-vector products) and factorises it "
                 f"(~{n ** 3 / 3:.1e} flops per factorisation, several per iteration when the "
-                f"trust region shrinks): expect minutes per iteration; {_CHEAP}")
+                f"trust region shrinks): expect seconds to minutes per iteration; {_CHEAP}")
     if meth in _DENSE_QUASI_NEWTON and n > DENSE_QUASI_NEWTON_N:
         return (f"{meth} at n = {n} updates a dense {n} x {n} inverse-Hessian approximation "
                 f"({fmt_bytes(8 * n * n)}, ~{2.0 * n * n:.1e} flops per iteration); "

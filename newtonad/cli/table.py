@@ -41,10 +41,10 @@ class Table:
     --------
     >>> t = Table([Column("name", 6, "<"), Column("value", 7)])
     >>> print("\\n".join(t.header()))
-    name     value
+    name      value
     ------  -------
     >>> print(t.row(["x", 1.5]))
-    x          1.5
+    x           1.5
     """
 
     def __init__(self, columns: Sequence[Column], fmt: str = "text") -> None:
