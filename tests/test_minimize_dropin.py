@@ -406,3 +406,10 @@ def test_user_jac_with_numba_hessian_products(monkeypatch):
     res = minimize(rosen, X0, method="trust-ncg", jac=jac)
     at_minimum(res)
     assert jac.calls > 0 and res.nhev > 0
+
+
+def test_wrong_sized_user_derivatives_are_named():
+    with pytest.raises(ValueError, match=r"gradient at x0 has shape \(3,\) but x0 has shape"):
+        minimize(rosen, X0, method="trust-ncg", jac=lambda x: np.zeros(3))
+    with pytest.raises(ValueError, match=r"hess\(x\) must return an \(n, n\) = \(2, 2\)"):
+        minimize(rosen, X0, method="trust-exact", jac=rosen_der, hess=lambda x: np.eye(3))

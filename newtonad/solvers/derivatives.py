@@ -245,7 +245,8 @@ class CombinedObjective:
                     cache["g"] = np.array(self.given["jac"](x, *self.args), dtype=np.float64)
                 else:
                     cache["g"] = self._fd_gradient(x, cache["f"])
-        return cache["f"], cache["g"].reshape(x.shape).copy()
+        g = cache["g"]  # a wrong size is reported by the solver, naming both shapes
+        return cache["f"], (g.reshape(x.shape) if g.size == x.size else g).copy()
 
     def _fd_gradient(self, x: np.ndarray, f0: float) -> np.ndarray:
         shape = x.shape
@@ -291,7 +292,12 @@ class CombinedObjective:
             if kind == "callable":
                 h = self.given["hess"](x, *self.args)
                 if not (issparse(h) or isinstance(h, LinearOperator)):
-                    h = np.asarray(h, dtype=np.float64).reshape(n, n)
+                    h = np.asarray(h, dtype=np.float64)
+                    if h.size != n * n:
+                        raise ValueError(f"hess(x) must return an (n, n) = ({n}, {n}) matrix "
+                                         f"for x of shape {x.shape}; it returned shape "
+                                         f"{h.shape}")
+                    h = h.reshape(n, n)
             elif kind == "fd":
                 if self.given["hess"] == "cs" and self.jac_kind not in ("callable", "with_fun"):
                     raise ValueError("hess='cs' differentiates the gradient at complex points; "

@@ -152,9 +152,10 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         ``None`` chooses as scipy 1.17 does when there are constraints or
         bounds: ``"SLSQP"`` if ``constraints`` is non-empty (scipy never picks
         trust-constr by itself), else ``"L-BFGS-B"`` if ``bounds`` is given.
-        Without either, scipy's choice is BFGS; newtonad's is ``"trust-ncg"``,
-        which with exact Hessian products converges in far fewer iterations
-        and scales to large ``n`` (see :data:`DEFAULT_METHOD`).
+        Without either, scipy's choice is BFGS; newtonad's is ``"trust-ncg"``
+        (:data:`DEFAULT_METHOD`): with exact Hessian-vector products it takes
+        Newton steps, needs no dense matrix, and copes with indefinite
+        Hessians, so it scales to large ``n``.
     jac : {callable, True, "2-point", "3-point", "cs", None}, optional
         The gradient. A callable ``jac(x, *args)`` returning an array shaped
         like ``x``; ``True``: ``fun`` returns ``(f, gradient)`` (``fun`` is
