@@ -3,7 +3,10 @@
 Every scipy method that is not one of newtonad's native ones (and any method
 prefixed ``"scipy:"``, e.g. ``"scipy:trust-ncg"``) runs in scipy, fed with the
 objective's ``fun`` and — as far as that method accepts them — ``jac``,
-``hess`` and ``hessp``, so scipy issues no "does not use" warnings. ``bounds``
+``hess`` and ``hessp``, so scipy issues no "does not use" warnings. Derivatives
+the caller gave ``minimize`` (:mod:`.derivatives`) reach scipy as it takes them:
+finite-difference keywords and quasi-Newton strategies as given where the method
+accepts them, callables otherwise (:func:`_derivative_kwargs`). ``bounds``
 and ``constraints`` go to scipy; constraint functions written in plain numpy
 without a ``jac`` get Jacobians from the AD core (reverse frames), and for
 trust-constr the Hessian of ``v @ c(x)`` as a forward-over-reverse product, through
