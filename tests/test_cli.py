@@ -243,7 +243,8 @@ def test_demo_counts_agree_with_the_table(capsys):
     assert len(fractions) == 4 + 2  # solved per method and solver, compared per method
     assert {den for _, den in fractions} == {"2"}
     # the solved column counts exactly the rows without a * mark
-    rows = [line for line in out.splitlines() if re.search(r"(newton-cg|trust-ncg) +\S*e[+-]", line)]
+    rows = [line for line in out.splitlines()
+            if re.search(r"(newton-cg|trust-ncg) +\S*e[+-]", line)]
     marks = {m: sum(line.split()[-8].endswith("*") for line in rows if m in line)
              for m in ("trust-ncg", "newton-cg")}
     for m in marks:

@@ -91,7 +91,8 @@ def _make_recipe(target: str) -> str:
 
 def test_readme_commands_are_true():
     assert "\npip install .\n" in README
-    assert "make demo   # creates .venv, installs newtonad, runs `python -m newtonad demo`" in README
+    assert ("make demo   # creates .venv, installs newtonad, runs `python -m newtonad demo`"
+            in README)
     assert "-m newtonad demo" in _make_recipe("demo")
     assert "-m pytest" in _make_recipe("test")
     assert "sphinx" in _make_recipe("docs") and "docs/_build/html" in _make_recipe("docs")

@@ -13,7 +13,6 @@ from .args import add_engine_argument, positive_float, positive_int
 from .catalog import load_problem
 from .cost import DENSE_HESSIAN, cost_warning
 from .disp import ALL_ROWS_UP_TO, IterationFilter
-from .errors import UsageError
 from .methods import resolve_method
 from .progress import Progress
 from .runs import Run, solve, warm_up

@@ -27,7 +27,8 @@ from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
-__all__ = ["LineSearchResult", "MoreThuente", "backtracking", "wolfe", "wolfe_scalar"]
+__all__ = ["LineSearchResult", "MoreThuente", "backtracking", "first_step", "wolfe",
+           "wolfe_scalar"]
 
 # Moré–Thuente's constants: extrapolation bounds of a trial step before the
 # minimiser is bracketed (section 4 of the paper), the fraction of the bracket
