@@ -134,6 +134,15 @@ def test_solve_disp_every_k_shows_every_kth_and_the_last(capsys):
     assert f"({hidden} iteration rows not shown; --disp-every 1 shows all)" in out
 
 
+def test_solve_disp_default_stride_on_a_long_run(capsys):
+    code, out, _ = run(capsys, "solve", "chained-rosenbrock", "--n", "200", "-m", "trust-ncg",
+                       "--disp", "--engine", "numpy")
+    assert code == 0
+    nit = int(re.search(r"iterations +(\d+)", out).group(1))
+    assert 300 < nit < 1000 and nit % 10 != 0
+    assert _iteration_rows(out) == list(range(200)) + list(range(200, nit, 10)) + [nit]
+
+
 def test_disp_default_stride_thins_long_runs():
     from newtonad.cli.disp import IterationFilter
 
