@@ -432,7 +432,6 @@ def test_small_frames_are_written_out_column_by_column(stencil):
 
     small = nodes(unroll)
     assert {ir.Comment(f"i2 = {c}") for c in range(unroll)} <= set(small)
-    assert not any(isinstance(s, ir.For) and s.var == ir.LoopVar(2) for s in small)
     # frames are stored through flat views, at literal strides, column by column
     stores = [s.target for s in small if isinstance(s, ir.Assign) and isinstance(s.target, ir.FlatLoad)]
     assert {t.terms[-1][0] for t in stores} >= {(None, 0, c) for c in range(unroll)}
