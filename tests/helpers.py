@@ -69,15 +69,3 @@ def check_grads(f, x, args=(), order=2):
     if order >= 2 and np.shape(nad.trace(f, x, *args).out_slots[0].shape) == (0,):
         check_hvp(f, x, args)
 
-
-def compile_fresh(program):
-    """The numba runner of ``program`` lowered with the current settings, and its source.
-
-    Lowered and loaded directly (not through ``compile_program``, whose metadata cache
-    and ``lru_cache`` do not key on settings that tests change).
-    """
-    from newtonad.ad.engine import numba_engine
-
-    kernel = numba_engine.lower(program)
-    fn, dispatcher, path = numba_engine.load(kernel)
-    return numba_engine.make_runner(fn, kernel, dispatcher, path), kernel.source

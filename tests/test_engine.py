@@ -193,8 +193,8 @@ def test_elementwise_primitives(elementwise_program):
 
 def test_every_elementwise_primitive_is_covered(elementwise_program):
     program, _ = elementwise_program
-    used = {s.primitive.name for s in program.steps}
-    from newtonad.ad.engine.numba_plan import ELEMENTWISE
+    used = {s.primitive for s in program.steps}
+    from newtonad.ad.engine.kinds import ELEMENTWISE
 
     assert ELEMENTWISE - used == set()
 
@@ -412,7 +412,7 @@ def stencil():
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 5])
 def test_stencil_frames_agree(stencil, k):
-    """Frames of k <= UNROLL columns are written out, wider ones loop: both agree with numpy."""
+    """Frames of k <= ``unroll`` columns are written out, wider ones loop: both agree with numpy."""
     program, u, w = stencil
     V = rng.normal(size=u.shape + (k,))
     assert_agree(tf.hvp_program(program, k), u, w, V)
@@ -420,16 +420,29 @@ def test_stencil_frames_agree(stencil, k):
 
 
 def test_small_frames_are_written_out_column_by_column(stencil):
-    from newtonad.ad.engine.numba_codegen import UNROLL
-    from newtonad.ad.engine.numba_engine import source
+    from newtonad.ad.engine import loop_ir as ir
+    from newtonad.ad.engine.numba_engine import lower
+    from newtonad.ad.engine.options import LoweringOptions
 
     program = stencil[0]
-    small = source(tf.hvp_program(program, UNROLL))
-    assert all(f"# i2 = {c}" in small for c in range(UNROLL))
-    assert re.search(r"b\d+f = b\d+\.reshape\(\d+\)", small)  # frames read through flat views
-    assert re.search(rf"b\d+f\[i0 \* \d+ \+ [^]]+ \* {UNROLL} \+ 1\] = ", small)  # column 1 stored
-    wide = source(tf.hvp_program(program, UNROLL + 1))
-    assert "# i2 = " not in wide and re.search(r"for i2 in range\(n\d+\):", wide)
+    unroll = LoweringOptions.current().unroll
+
+    def nodes(k):
+        return [s for s, _ in ir.walk(lower(tf.hvp_program(program, k)).body)]
+
+    small = nodes(unroll)
+    assert {ir.Comment(f"i2 = {c}") for c in range(unroll)} <= set(small)
+    # frames are stored through flat views, at literal strides, column by column
+    stores = [s.target for s in small if isinstance(s, ir.Assign) and isinstance(s.target, ir.FlatLoad)]
+    assert {t.terms[-1][0] for t in stores} >= {(None, 0, c) for c in range(unroll)}
+    wide = nodes(unroll + 1)
+    assert not any(isinstance(s, ir.Comment) and s.text.startswith("i2 = ") for s in wide)
+    assert any(isinstance(s, ir.For) and s.var == ir.LoopVar(2) and isinstance(s.stop, ir.Scalar)
+               for s in wide)  # an innermost loop with its bound read at run time
+    # the same with the option: frames of unroll + 1 columns are written out too
+    opts = LoweringOptions.current().replace(unroll=unroll + 1)
+    assert ir.Comment(f"i2 = {unroll}") in {s for s, _ in ir.walk(
+        lower(tf.hvp_program(program, unroll + 1), opts).body)}
 
 
 def test_reductions_of_written_out_and_looped_nests():

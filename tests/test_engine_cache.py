@@ -207,6 +207,7 @@ def test_programs_differing_only_in_constant_digits_get_their_own_metadata(tmp_p
 
     import newtonad as nad
     from newtonad.ad.engine import numba_cache, numba_engine
+    from newtonad.ad.engine.options import LoweringOptions
 
     monkeypatch.setenv("NEWTONAD_CACHE_DIR", str(tmp_path))
     x = np.ones(4)
@@ -217,8 +218,9 @@ def test_programs_differing_only_in_constant_digits_get_their_own_metadata(tmp_p
     assert str(programs[0]) == str(programs[1])  # printed alike: eight digits
     assert programs[0] != programs[1] and programs[0].key != programs[1].key
     first = numba_engine.compile_program(programs[0])
-    assert numba_cache.read_meta(programs[0]) is not None
-    assert numba_cache.read_meta(programs[1]) is None
+    opts = LoweringOptions.current()
+    assert numba_cache.read_meta(programs[0], opts) is not None
+    assert numba_cache.read_meta(programs[1], opts) is None
     second = numba_engine.compile_program(programs[1])
     assert first(x)[0] == np.sum(consts[0]) and second(x)[0] == np.sum(consts[1])
     assert first.path == second.path  # one kernel, two sets of constants
@@ -229,6 +231,7 @@ def test_metadata_round_trip(tmp_path, monkeypatch):
 
     import newtonad as nad
     from newtonad.ad.engine import numba_cache
+    from newtonad.ad.engine.options import LoweringOptions
 
     monkeypatch.setenv("NEWTONAD_CACHE_DIR", str(tmp_path))
     program = nad.trace(lambda x: np.sum(x ** 2), np.ones(3))
@@ -237,9 +240,10 @@ def test_metadata_round_trip(tmp_path, monkeypatch):
     name, path = numba_cache.ensure_source("def kernel():\n    pass\n")
     kernel = numba_cache.CachedKernel(path.read_text(), [((3,), "float64")], [((), "float64")],
                                       consts, [("float64", 24), ("int64", 8)])
-    assert numba_cache.read_meta(program) is None
-    numba_cache.write_meta(program, name, kernel)
-    got_name, got_path, got = numba_cache.read_meta(program)
+    opts = LoweringOptions.current()
+    assert numba_cache.read_meta(program, opts) is None
+    numba_cache.write_meta(program, opts, name, kernel)
+    got_name, got_path, got = numba_cache.read_meta(program, opts)
     assert (got_name, got_path) == (name, path) and got.source == kernel.source
     assert got.in_specs == kernel.in_specs and got.out_specs == kernel.out_specs
     assert got.arenas == kernel.arenas
@@ -247,9 +251,11 @@ def test_metadata_round_trip(tmp_path, monkeypatch):
         assert a.shape == b.shape and a.dtype == b.dtype and a.flags.c_contiguous
         np.testing.assert_array_equal(a, b)
     # another program (other shapes) does not see it, nor does the same one in another cache
-    assert numba_cache.read_meta(nad.trace(lambda x: np.sum(x ** 2), np.ones(4))) is None
+    assert numba_cache.read_meta(nad.trace(lambda x: np.sum(x ** 2), np.ones(4)), opts) is None
+    # nor the same program under other lowering options
+    assert numba_cache.read_meta(program, opts.replace(unroll=opts.unroll + 1)) is None
     monkeypatch.setenv("NEWTONAD_CACHE_DIR", str(tmp_path / "elsewhere"))
-    assert numba_cache.read_meta(program) is None
+    assert numba_cache.read_meta(program, opts) is None
 
 
 def test_concurrent_processes_compiling_the_same_program(tmp_path):

@@ -1,15 +1,13 @@
 """Parallel loops of the numba engine agree with the NumPy reference engine.
 
 A loop nest with enough iterations runs its outermost loop in chunks on all of numba's
-threads (``prange``; :func:`newtonad.ad.engine.numba_codegen._parallel_ok`). Here the
-size gate is lowered so that parallel loops form at test sizes, and the thread count
-the code generator sees is two whatever the machine. Every case compares all outputs
-with the reference evaluator to 1e-12, run on two threads and on one, and checks from
-the generated source which steps run in parallel loops and which must not (scattered
-sums, reductions into a non-scalar target across the rows, max and min into scalars).
-
-Kernels are lowered and loaded directly, as in ``test_engine_rowblock``: the metadata
-cache of ``compile_program`` does not key on these settings.
+threads (``prange``; :func:`newtonad.ad.engine.nest_lowering.parallel_ok`). Here the
+lowering options lower the size gate so that parallel loops form at test sizes, and
+set the thread count the code generator sees to two whatever the machine. Every case
+compares all outputs with the reference evaluator to 1e-12, run on two threads and on
+one, and checks from the kernel's loop IR which steps run in parallel loops and which
+must not (scattered sums, reductions into a non-scalar target across the rows, max
+and min into scalars).
 """
 
 from __future__ import annotations
@@ -23,9 +21,10 @@ import pytest
 
 import newtonad as nad
 from newtonad.ad import transforms as tf
-from newtonad.ad.engine import numba_codegen, numba_engine, numpy_eval
+from newtonad.ad.engine import loop_ir as ir
+from newtonad.ad.engine import numba_engine, numpy_eval
+from newtonad.ad.engine.options import LoweringOptions
 from newtonad.ad.program import Program
-from .helpers import compile_fresh
 
 RTOL = 1e-12
 THREADS = min(2, numba.config.NUMBA_NUM_THREADS)
@@ -34,31 +33,30 @@ THREADS = min(2, numba.config.NUMBA_NUM_THREADS)
 pytestmark = pytest.mark.usefixtures("module_kernel_cache")
 
 
+#: Parallel loops from 256 iterations (and 128 rows), as on a machine of two threads.
+SMALL_GATE = LoweringOptions(parallel_min_iterations=256, parallel_threads=2, cheap_launch=True)
+
+
 @pytest.fixture
-def small_gate(monkeypatch):
-    """Parallel loops from 256 iterations (and 128 rows), as on a machine of two threads."""
-    monkeypatch.setattr(numba_codegen, "PARALLEL_MIN_ITERATIONS", 256)
-    monkeypatch.setattr(numba_codegen, "parallel_threads", lambda: 2)
-    monkeypatch.setattr(numba_codegen, "cheap_launch", lambda: True)
+def small_gate():
+    return SMALL_GATE
 
 
-def parallel_steps(source: str) -> list[str]:
+def parallel_steps(kernel) -> list[str]:
     """The step comments (``s<i>:... = primitive(...)``) inside ``prange`` loops."""
-    found, depth = [], None
-    for line in source[source.index("def kernel"):].splitlines():
-        indent = len(line) - len(line.lstrip())
-        if depth is not None and line.strip() and indent <= depth:
-            depth = None
-        if re.match(r"\s*for c_p\d+ in prange\(", line):
-            depth = indent
-        elif depth is not None and re.match(r"\s*# s\d+:", line):
-            found.append(line.strip()[2:])
-    return found
+    return [s.text for s, parallel in ir.walk(kernel.body)
+            if parallel and isinstance(s, ir.Comment) and re.match(r"s\d+:", s.text)]
 
 
-def check(program: Program, inputs: tuple) -> str:
-    """Run ``program`` on both engines (two threads and one), compare; return the source."""
-    run, source = compile_fresh(program)
+def step_comments(kernel) -> list[str]:
+    return [s.text for s, _ in ir.walk(kernel.body) if isinstance(s, ir.Comment)]
+
+
+def check(program: Program, inputs: tuple, options: LoweringOptions = SMALL_GATE):
+    """Run ``program`` on both engines (two threads and one), compare; return the kernel."""
+    kernel = numba_engine.lower(program, options)
+    run = numba_engine.compile_program(program, options)
+    assert run.source == kernel.source
     ref = numpy_eval.compile_program(program)(*inputs)
     for threads in sorted({THREADS, 1}):
         numba.set_num_threads(threads)
@@ -73,7 +71,7 @@ def check(program: Program, inputs: tuple) -> str:
             scale = np.max(np.abs(b), initial=1.0)
             np.testing.assert_allclose(a, b, rtol=RTOL, atol=RTOL * scale,
                                        err_msg=f"output {n}, {threads} threads")
-    return source
+    return kernel
 
 
 def rosen(x):
@@ -96,18 +94,18 @@ def frame(shape: tuple[int, ...], k: int | None, seed: int = 1) -> np.ndarray:
 @pytest.mark.parametrize("n", [301, 700])
 def test_rosenbrock_value_and_grad(small_gate, n):
     x = np.random.default_rng(0).uniform(-1, 1, n)
-    source = check(tf.value_and_grad_program(nad.trace(rosen, x)), (x,))
-    inside = parallel_steps(source)
-    assert any("reduce_sum" in s for s in inside), source  # f, summed over the threads
-    assert any("(gathered)" in s for s in inside), source  # the gradient, row by row
+    kernel = check(tf.value_and_grad_program(nad.trace(rosen, x)), (x,))
+    inside = parallel_steps(kernel)
+    assert any("reduce_sum" in s for s in inside), kernel.source  # f, summed over the threads
+    assert any("(gathered)" in s for s in inside), kernel.source  # the gradient, row by row
 
 
 @pytest.mark.parametrize("k", [None, 1, 3, 16])
 def test_rosenbrock_hvp(small_gate, k):
     n = 301
     x = np.random.default_rng(0).uniform(-1, 1, n)
-    source = check(tf.hvp_program(nad.trace(rosen, x), k), (x, frame((n,), k)))
-    assert parallel_steps(source), source
+    kernel = check(tf.hvp_program(nad.trace(rosen, x), k), (x, frame((n,), k)))
+    assert parallel_steps(kernel), kernel.source
 
 
 def test_rosenbrock_linearized_hvp(small_gate):
@@ -126,10 +124,10 @@ def test_minimal_surface(small_gate, k):
     u = np.random.default_rng(0).normal(size=(m, m)) * 0.1
     h = np.array(1.0 / (m - 1))
     trace = nad.trace(surface, u, h)
-    source = check(tf.value_and_grad_program(trace), (u, h))
-    assert parallel_steps(source), source
-    source = check(tf.hvp_program(trace, k), (u, h, frame((m, m), k)))
-    assert parallel_steps(source), source
+    kernel = check(tf.value_and_grad_program(trace), (u, h))
+    assert parallel_steps(kernel), kernel.source
+    kernel = check(tf.hvp_program(trace, k), (u, h, frame((m, m), k)))
+    assert parallel_steps(kernel), kernel.source
 
 
 # ---- reductions ---------------------------------------------------------------------------
@@ -140,8 +138,8 @@ def test_row_reductions_run_in_parallel(small_gate):
         return np.sum(np.log(np.sum(np.exp(X), axis=1)))
 
     X = np.random.default_rng(0).normal(size=(200, 7))
-    source = check(tf.value_and_grad_program(nad.trace(f, X)), (X,))
-    assert any("reduce_sum" in s and "axes=(1,)" in s for s in parallel_steps(source)), source
+    kernel = check(tf.value_and_grad_program(nad.trace(f, X)), (X,))
+    assert any("reduce_sum" in s and "axes=(1,)" in s for s in parallel_steps(kernel)), kernel.source
 
 
 def test_column_reductions_stay_serial(small_gate):
@@ -152,9 +150,9 @@ def test_column_reductions_stay_serial(small_gate):
     X = np.random.default_rng(0).normal(size=(200, 7))
     for program in (tf.value_and_grad_program(nad.trace(f, X)), tf.hvp_program(nad.trace(f, X), 2)):
         inputs = (X,) if len(program.inputs) == 1 else (X, frame(X.shape, 2))
-        source = check(program, inputs)
-        assert "axes=(0,)" in source
-        assert not any("axes=(0,)" in s for s in parallel_steps(source)), source
+        kernel = check(program, inputs)
+        assert any("axes=(0,)" in c for c in step_comments(kernel))
+        assert not any("axes=(0,)" in s for s in parallel_steps(kernel)), kernel.source
 
 
 def test_scalar_product_runs_in_parallel(small_gate):
@@ -162,8 +160,8 @@ def test_scalar_product_runs_in_parallel(small_gate):
         return np.prod(1 + 1e-3 * x)
 
     x = np.random.default_rng(0).normal(size=400)
-    source = check(tf.value_and_grad_program(nad.trace(f, x)), (x,))
-    assert any("reduce_prod" in s for s in parallel_steps(source)), source
+    kernel = check(tf.value_and_grad_program(nad.trace(f, x)), (x,))
+    assert any("reduce_prod" in s for s in parallel_steps(kernel)), kernel.source
 
 
 def test_max_and_min_stay_serial(small_gate):
@@ -173,9 +171,9 @@ def test_max_and_min_stay_serial(small_gate):
         return np.max(x ** 2) + np.min(x)
 
     x = np.random.default_rng(0).normal(size=400)
-    source = check(tf.value_and_grad_program(nad.trace(f, x)), (x,))
-    inside = parallel_steps(source)
-    assert inside and not any("reduce_max" in s or "reduce_min" in s for s in inside), source
+    kernel = check(tf.value_and_grad_program(nad.trace(f, x)), (x,))
+    inside = parallel_steps(kernel)
+    assert inside and not any("reduce_max" in s or "reduce_min" in s for s in inside), kernel.source
 
 
 def test_scattered_sums_stay_serial(small_gate):
@@ -184,30 +182,41 @@ def test_scattered_sums_stay_serial(small_gate):
         return np.sum(x[::2] * x[1::2]) + np.sum(x[:-2] * x[2:])
 
     x = np.random.default_rng(0).normal(size=300)
-    source = check(tf.value_and_grad_program(nad.trace(f, x)), (x,))
-    assert "(scattered)" in source
-    inside = parallel_steps(source)
-    assert inside and not any("(scattered)" in s for s in inside), source
+    kernel = check(tf.value_and_grad_program(nad.trace(f, x)), (x,))
+    assert any("(scattered)" in c for c in step_comments(kernel))
+    inside = parallel_steps(kernel)
+    assert inside and not any("(scattered)" in s for s in inside), kernel.source
 
 
 # ---- the gate -----------------------------------------------------------------------------
 
-def test_default_gate_parallelises_large_loops_only(monkeypatch):
+def test_default_gate_parallelises_large_loops_only():
     """Shipped settings: Rosenbrock's HVP is parallel at n = 1e5, serial at n = 1000, and
     serial everywhere when numba has one thread; where parallel loops are slow to start
     (numba's workqueue layer) from n = 1e6 only (lowered only: nothing is compiled)."""
-    def parallel(n: int) -> bool:
-        source = numba_engine.lower(tf.hvp_program(nad.trace(rosen, np.zeros(n)), 1)).source
-        assert ("parallel=True" in source) == bool(parallel_steps(source))
-        return bool(parallel_steps(source))
+    def parallel(n: int, **options) -> bool:
+        kernel = numba_engine.lower(tf.hvp_program(nad.trace(rosen, np.zeros(n)), 1),
+                                    LoweringOptions(**options))
+        assert kernel.parallel == bool(parallel_steps(kernel))
+        assert ("parallel=True" in kernel.source) == kernel.parallel
+        return kernel.parallel
 
-    monkeypatch.setattr(numba_codegen, "parallel_threads", lambda: 2)
-    monkeypatch.setattr(numba_codegen, "cheap_launch", lambda: True)
-    assert parallel(10**5) and not parallel(1000)
-    monkeypatch.setattr(numba_codegen, "cheap_launch", lambda: False)
-    assert parallel(10**6) and not parallel(10**5)
-    monkeypatch.setattr(numba_codegen, "parallel_threads", lambda: 1)
-    assert not parallel(10**6)
+    assert parallel(10**5, parallel_threads=2) and not parallel(1000, parallel_threads=2)
+    assert parallel(10**6, parallel_threads=2, cheap_launch=False)
+    assert not parallel(10**5, parallel_threads=2, cheap_launch=False)
+    assert not parallel(10**6, parallel_threads=1)
+
+
+def test_options_are_part_of_the_cache_key(small_gate):
+    """One program under two lowering options: two kernels, both current (no stale runner)."""
+    n = 301
+    x = np.random.default_rng(0).uniform(-1, 1, n)
+    program = tf.value_and_grad_program(nad.trace(rosen, x))
+    serial = numba_engine.compile_program(program, small_gate.replace(parallel_threads=1))
+    parallel = numba_engine.compile_program(program, small_gate)
+    assert "prange" in parallel.source and "prange" not in serial.source
+    for a, b in zip(serial(x), parallel(x)):
+        np.testing.assert_allclose(a, b, rtol=RTOL)
 
 
 def test_threading_tag(monkeypatch):
@@ -234,17 +243,16 @@ def _child_gradient(n: int) -> float:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_forked_process_runs_parallel_kernels(monkeypatch):
+def test_forked_process_runs_parallel_kernels():
     """After parallel kernels ran, a forked child runs them too (numba's default layer on
     Linux, GNU OpenMP, would terminate it and leave a multiprocessing pool hanging)."""
     import multiprocessing
 
-    monkeypatch.setattr(numba_codegen, "parallel_threads", lambda: 2)
     n = 600_000  # parallel under the shipped gate, on any layer
     x = np.linspace(-1, 1, n)
     program = tf.value_and_grad_program(nad.trace(rosen, x))
-    run, source = compile_fresh(program)
-    assert "parallel=True" in source
+    run = numba_engine.compile_program(program, LoweringOptions.current().replace(parallel_threads=2))
+    assert "parallel=True" in run.source
     expected = float(np.sum(run(x)[1]))
     pool = multiprocessing.get_context("fork").Pool(1)
     try:
@@ -262,8 +270,8 @@ def test_parallel_kernels_called_from_several_threads(small_gate):
     n, k = 301, 3
     x = np.random.default_rng(0).uniform(-1, 1, n)
     program = tf.hvp_program(nad.trace(rosen, x), k)
-    kernel = numba_engine.lower(program)
-    assert "parallel=True" in kernel.source
+    kernel = numba_engine.lower(program, small_gate)
+    assert kernel.parallel
     fn, dispatcher, path = numba_engine.load(kernel)
     V = frame((n,), k)
     expected = numpy_eval.compile_program(program)(x, V)[0]

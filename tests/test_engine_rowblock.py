@@ -2,14 +2,10 @@
 
 Programs of matrix-product objectives (L2 logistic regression, least squares) run
 their products and elementwise nests block by block over the rows of ``X``
-(:class:`newtonad.ad.engine.numba_plan.RowBlock`). The block size is made small here
-(``ROW_BLOCK``) so regions form at small sizes; every case checks that the region did
-(or did not) form, from the generated source, and compares all outputs with the
-reference evaluator to 1e-12.
-
-Kernels are lowered and loaded directly (``lower`` / ``load`` / ``make_runner``), not
-through ``compile_program``: its per-program metadata cache and ``lru_cache`` do not
-key on the block settings.
+(:class:`newtonad.ad.engine.row_blocks.RowBlock`). The lowering options make the block
+small here (``row_block``) so regions form at small sizes; every case checks that the
+region did (or did not) form, from the kernel's loop IR, and compares all outputs with
+the reference evaluator to 1e-12.
 """
 
 from __future__ import annotations
@@ -22,9 +18,10 @@ import pytest
 import newtonad as nad
 from newtonad import api
 from newtonad.ad import transforms as tf
-from newtonad.ad.engine import numba_engine, numba_plan, numpy_eval
+from newtonad.ad.engine import loop_ir as ir
+from newtonad.ad.engine import numba_engine, numpy_eval
+from newtonad.ad.engine.options import LoweringOptions
 from newtonad.ad.program import Program
-from .helpers import compile_fresh
 
 RTOL = 1e-12
 BLOCK = 16
@@ -33,11 +30,13 @@ BLOCK = 16
 pytestmark = pytest.mark.usefixtures("module_kernel_cache")
 
 
+#: Blocks of ``BLOCK`` rows, regions from two blocks on.
+SMALL_BLOCKS = LoweringOptions.current().replace(row_block=BLOCK, row_block_min_blocks=2)
+
+
 @pytest.fixture
-def small_blocks(monkeypatch):
-    """Blocks of ``BLOCK`` rows, regions from two blocks on."""
-    monkeypatch.setattr(numba_plan, "ROW_BLOCK", BLOCK)
-    monkeypatch.setattr(numba_plan, "ROW_BLOCK_MIN_BLOCKS", 2)
+def small_blocks():
+    return SMALL_BLOCKS
 
 
 def logistic(w, X, y, lam):
@@ -60,16 +59,25 @@ def lstsq_data(m: int, n: int, seed: int = 1):
     return rng.normal(size=n), (rng.normal(size=(m, n)), rng.normal(size=m))
 
 
-def blocks_in(source: str) -> list[tuple[int, int]]:
-    """(block, rows) of every row-blocked region of a kernel's source."""
-    return [(int(b), int(m)) for b, m in
-            re.findall(r"# ---- row blocks of (\d+) over axis of (\d+):", source)]
+def blocks_in(kernel) -> list[tuple[int, int]]:
+    """(block, rows) of every row-blocked region of a kernel: its loop over blocks."""
+    return [(s.step, s.stop) for s, _ in ir.walk(kernel.body)
+            if isinstance(s, ir.For) and s.var == ir.Text("r0")]
 
 
-def check(program: Program, inputs: tuple, blocks: list[tuple[int, int]]) -> str:
-    """Run ``program`` on both engines, compare, and check its regions; return the source."""
-    run, source = compile_fresh(program)
-    assert blocks_in(source) == blocks, source
+def compiled(program: Program, options: LoweringOptions = SMALL_BLOCKS):
+    """The kernel of ``program`` and its runner."""
+    kernel = numba_engine.lower(program, options)
+    run = numba_engine.compile_program(program, options)
+    assert run.source == kernel.source
+    return kernel, run
+
+
+def check(program: Program, inputs: tuple, blocks: list[tuple[int, int]]):
+    """Run ``program`` on both engines, compare, and check its regions; return the kernel."""
+    kernel, run = compiled(program)
+    source = kernel.source
+    assert blocks_in(kernel) == blocks, source
     got = run(*inputs)
     ref = numpy_eval.compile_program(program)(*inputs)
     assert len(got) == len(ref) == len(program.outputs)
@@ -78,7 +86,7 @@ def check(program: Program, inputs: tuple, blocks: list[tuple[int, int]]) -> str
         assert a.shape == b.shape, (n, a.shape, b.shape)
         scale = np.max(np.abs(b), initial=1.0)
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=RTOL * scale, err_msg=f"output {n}")
-    return source
+    return kernel
 
 
 def traced(f, x, args) -> Program:
@@ -92,9 +100,10 @@ def traced(f, x, args) -> Program:
 def test_logistic_value_and_grad(small_blocks, m):
     w, args = logistic_data(m, 7)
     program = tf.value_and_grad_program(traced(logistic, w, args))
-    source = check(program, (w, *args), [(BLOCK, m)])
+    kernel = check(program, (w, *args), [(BLOCK, m)])
     # X @ w and X.T @ u share the block of X; the loss is summed over blocks
-    assert source.count("np.dot(k") == 3, source
+    products = [s for s, _ in ir.walk(kernel.body) if isinstance(s, ir.Line) and s.text.startswith("np.dot(k")]
+    assert len(products) == 3, kernel.source
 
 
 @pytest.mark.parametrize("k", [None, 1, 3, 16])
@@ -103,9 +112,9 @@ def test_logistic_hvp(small_blocks, k):
     w, args = logistic_data(m, n)
     program = tf.hvp_program(traced(logistic, w, args), k)
     V = np.random.default_rng(2).normal(size=(n,) if k is None else (n, k))
-    source = check(program, (w, *args, V), [(BLOCK, m)])
+    kernel = check(program, (w, *args, V), [(BLOCK, m)])
     # the m x k intermediates hold one block: nothing of m rows is carved from the arena
-    assert not re.search(rf"a_f8\[\d+:\d+\]\.reshape\(\({m},", source), source
+    assert not re.search(rf"a_f8\[\d+:\d+\]\.reshape\(\({m},", kernel.source), kernel.source
 
 
 def test_logistic_linearized_hvp(small_blocks):
@@ -137,9 +146,10 @@ def test_row_indexed_intermediates_as_outputs(small_blocks):
     b.op("reduce_sum", b.op("mul", u, t), axes=(0,), out=True)
     b.op("div", u, b.op("reduce_sum", u, axes=(0,)), out=True)
     rng = np.random.default_rng(6)
-    source = check(b.build(), (rng.normal(size=(m, n)), rng.normal(size=n)), [(BLOCK, m)])
-    body = source[source.index("def kernel"):]
-    assert body.index("row blocks") < body.index("cumsum(")
+    kernel = check(b.build(), (rng.normal(size=(m, n)), rng.normal(size=n)), [(BLOCK, m)])
+    order = [s.text for s in kernel.body if isinstance(s, ir.Comment)]
+    region = next(n for n, c in enumerate(order) if c.startswith("---- row blocks"))
+    assert region < next(n for n, c in enumerate(order) if "cumsum(" in c)
 
 
 def test_fewer_rows_than_a_block_forms_no_region(small_blocks):
@@ -157,11 +167,12 @@ def test_default_settings_block_large_problems_only():
     for m, n, blocks in ((20000, 50, 1), (200, 50, 0)):
         w, args = logistic_data(m, n)
         program = tf.hvp_program(traced(logistic, w, args), 4)
-        source = numba_engine.lower(program).source
-        found = blocks_in(source)
-        assert len(found) == blocks, source
+        options = LoweringOptions.current()
+        kernel = numba_engine.lower(program, options)
+        found = blocks_in(kernel)
+        assert len(found) == blocks, kernel.source
         for block, rows in found:
-            assert rows == m and block % 8 == 0 and rows >= numba_plan.ROW_BLOCK_MIN_BLOCKS * block
+            assert rows == m and block % 8 == 0 and rows >= options.row_block_min_blocks * block
 
 
 # ---- least squares ------------------------------------------------------------------------
@@ -217,8 +228,8 @@ def test_random_matrix_objectives(small_blocks, seed):
     check_regions(tf.value_and_grad_program(trace), (w, *data))
     for k in (None, 3):
         V = rng.normal(size=(n,) if k is None else (n, k))
-        source = check_regions(tf.hvp_program(trace, k), (w, *data, V))
-        assert blocks_in(source), source  # the HVP reads X by row at least twice
+        kernel = check_regions(tf.hvp_program(trace, k), (w, *data, V))
+        assert blocks_in(kernel), kernel.source  # the HVP reads X by row at least twice
     residual, linear = tf.linearized_hvp(trace, 3)
     check_regions(residual, (w, *data))
     res = numpy_eval.compile_program(residual)(w, *data)
@@ -228,13 +239,13 @@ def test_random_matrix_objectives(small_blocks, seed):
 def check_regions(program: Program, inputs: tuple) -> str:
     """Like :func:`check`, for programs whose number of regions is not known in advance:
     every region found blocks an axis of the rows of ``X`` with the configured block."""
-    run, source = compile_fresh(program)
+    kernel, run = compiled(program)
     m = inputs[1].shape[0]
-    assert all(found == (BLOCK, m) for found in blocks_in(source)), source
+    assert all(found == (BLOCK, m) for found in blocks_in(kernel)), kernel.source
     got = run(*inputs)
     ref = numpy_eval.compile_program(program)(*inputs)
     for n, (a, b) in enumerate(zip(got, ref)):
         a, b = np.asarray(a), np.asarray(b)
         scale = np.max(np.abs(b), initial=1.0)
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=RTOL * scale, err_msg=f"output {n}")
-    return source
+    return kernel

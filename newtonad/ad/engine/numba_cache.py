@@ -18,8 +18,8 @@ stamp does not match; a corrupt numba entry is deleted and compiled again.
 Beside the kernels the cache keeps each program's *metadata*
 (``newtonad_meta_<digest>.meta.npz``: the kernel's module name, calling convention,
 constant arrays and arena sizes), named by a digest of the whole program (constants to
-the last bit, ``Program.key``), the environment above and the engine's own
-source files, so metadata written by other engine code is never read. A warm start
+the last bit, ``Program.key``), the lowering options (:class:`.options.LoweringOptions`),
+the environment above and the engine's own source files, so metadata written by other engine code is never read. A warm start
 reads it instead of planning and generating the kernel again. It is checked before
 use — the archive's CRCs, its format, its specs against the program's, and the kernel
 source against the digest in its module name — and anything that does not match is
@@ -47,7 +47,7 @@ from ..program import Program
 from . import numba_threads
 
 ENV_VAR = "NEWTONAD_CACHE_DIR"
-CODEGEN_VERSION = "1"  # bump when generated code changes meaning
+CODEGEN_VERSION = "2"  # bump when generated code changes (2: loop IR, no dead temporaries)
 
 
 def cache_dir() -> Path:
@@ -174,7 +174,7 @@ def cached_files(name: str, path: Path) -> list[Path]:
 
 # ---- kernel metadata -------------------------------------------------------------------------
 
-META_FORMAT = 1
+META_FORMAT = 2
 KERNEL_DTYPES = ("float64", "int64", "bool")  # of kernel arguments, constants and arenas
 Spec = tuple[tuple[int, ...], str]  # (shape, dtype name)
 
@@ -191,11 +191,13 @@ class CachedKernel:
     out_specs: list[Spec]
     consts: list[np.ndarray]
     arenas: list[tuple[str, int]] = field(default_factory=list)  # (dtype, length)
+    parallel: bool = False
 
 
-def meta_path(program: Program) -> Path:
-    """Where the metadata of ``program``'s kernel lives (for this environment and engine)."""
-    digest = _digest(environment_tag(), engine_fingerprint(), program.key)
+def meta_path(program: Program, options: Any) -> Path:
+    """Where the metadata of ``program``'s kernel lowered with ``options`` lives (for this
+    environment and engine)."""
+    digest = _digest(environment_tag(), engine_fingerprint(), options.key, program.key)
     return cache_dir() / "kernels" / f"newtonad_meta_{digest}.meta.npz"
 
 
@@ -207,15 +209,15 @@ def _slot_specs(slots: Any) -> list[Spec]:
     return _specs((s.shape, s.dtype) for s in slots)
 
 
-def write_meta(program: Program, name: str, kernel: Any) -> None:
+def write_meta(program: Program, options: Any, name: str, kernel: Any) -> None:
     """Record the metadata of ``program``'s ``kernel`` (module ``name``); best effort:
     an I/O error leaves the cache without it, and the next process lowers again."""
     header = {"format": META_FORMAT, "module": name,
               "in_specs": _specs(kernel.in_specs), "out_specs": _specs(kernel.out_specs),
               "arenas": [[str(d), int(n)] for d, n in kernel.arenas],
-              "n_consts": len(kernel.consts)}
+              "n_consts": len(kernel.consts), "parallel": bool(kernel.parallel)}
     try:
-        path = meta_path(program)
+        path = meta_path(program, options)
         path.parent.mkdir(parents=True, exist_ok=True)
         consts = {f"c{n}": np.asarray(c) for n, c in enumerate(kernel.consts)}
         _write_atomic(path, lambda f: np.savez(f, meta=np.array(json.dumps(header)), **consts), "wb")
@@ -223,8 +225,8 @@ def write_meta(program: Program, name: str, kernel: Any) -> None:
         pass
 
 
-def read_meta(program: Program) -> tuple[str, Path, CachedKernel] | None:
-    """The cached kernel of ``program`` as ``(module name, source path, kernel)``.
+def read_meta(program: Program, options: Any) -> tuple[str, Path, CachedKernel] | None:
+    """The cached kernel of ``program`` under ``options`` as ``(module name, source path, kernel)``.
 
     ``None`` when there is none, or when anything about it is off: unreadable or
     malformed metadata (the archive's checksums catch damaged bytes), specs other than
@@ -232,7 +234,7 @@ def read_meta(program: Program) -> tuple[str, Path, CachedKernel] | None:
     """
     in_specs, out_specs = _slot_specs(program.in_slots), _slot_specs(program.out_slots)
     try:
-        path = meta_path(program)
+        path = meta_path(program, options)
         with np.load(path, allow_pickle=False) as data:
             header = json.loads(str(data["meta"]))
             if header.get("format") != META_FORMAT:
@@ -254,4 +256,5 @@ def read_meta(program: Program) -> tuple[str, Path, CachedKernel] | None:
             return None
     except Exception:  # missing, truncated, garbage, wrong types: all mean "not cached"
         return None
-    return name, source_path, CachedKernel(source, in_specs, out_specs, consts, arenas)
+    return name, source_path, CachedKernel(source, in_specs, out_specs, consts, arenas,
+                                           bool(header["parallel"]))

@@ -41,6 +41,7 @@ from . import numba_cache as cache
 from . import numba_threads
 from . import numpy_eval, register
 from .numba_buffers import aligned_array
+from .options import LoweringOptions
 
 if TYPE_CHECKING:  # the planner and code generator are imported only to lower a program
     from .numba_codegen import Kernel
@@ -63,22 +64,27 @@ def _fallback(program: Program, reason: str) -> Callable[..., tuple]:
     return numpy_eval.compile_program(program)
 
 
-def lower(program: Program) -> Kernel:
-    """Plan and generate the kernel of ``program`` (no compilation)."""
+def lower(program: Program, options: LoweringOptions | None = None) -> Kernel:
+    """Plan and generate the kernel of ``program`` (no compilation).
+
+    ``options`` (default: :meth:`LoweringOptions.current`) fix every choice the
+    planner and code generator make that the program does not.
+    """
     from .numba_codegen import generate
     from .numba_plan import make_plan
 
+    options = options or LoweringOptions.current()
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20000))  # fused chains are walked recursively
     try:
-        return generate(make_plan(program))
+        return generate(make_plan(program, options), options)
     finally:
         sys.setrecursionlimit(limit)
 
 
-def source(program: Program) -> str:
+def source(program: Program, options: LoweringOptions | None = None) -> str:
     """The generated Python source of ``program``'s kernel, for reading and debugging."""
-    return lower(program).source
+    return lower(program, options).source
 
 
 def _numba_signature(kernel: Kernel, arena_sizes: list[tuple[str, int]]):
@@ -152,7 +158,7 @@ def load(kernel: Kernel, name_path: tuple[str, Any] | None = None):
     ``name_path`` is the module name and path of a source file already known to hold
     ``kernel.source`` (from the cache's metadata); otherwise the source is written.
     """
-    if "parallel=True" in kernel.source:  # numba starts its threads to compile or load it
+    if kernel.parallel:  # numba starts its threads to compile or load it
         numba_threads.use_layer()
     name, path = name_path or cache.ensure_source(kernel.source)
     sig = _numba_signature(kernel, kernel.arenas)
@@ -218,7 +224,7 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
     on the runner for inspection.
     """
     n_in, n_out = len(kernel.in_specs), len(kernel.out_specs)
-    parallel = "parallel=True" in kernel.source  # its threading layer was chosen in load()
+    parallel = kernel.parallel  # its threading layer was chosen in load()
     ns: dict[str, Any] = {"kernel": fn, "ndarray": np.ndarray, "empty": np.empty,
                           "aligned": aligned_array, "coerce": _coerce, "lock": PARALLEL_LOCK}
     checks = []
@@ -275,10 +281,10 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
     return run
 
 
-def _load_cached(program: Program) -> Callable[..., tuple] | None:
+def _load_cached(program: Program, options: LoweringOptions) -> Callable[..., tuple] | None:
     """The runner of ``program`` from the cache's metadata, without lowering; ``None`` if
     there is no usable entry (the caller then lowers and compiles, repairing it)."""
-    found = cache.read_meta(program)
+    found = cache.read_meta(program, options)
     if found is None:
         return None
     name, path, kernel = found
@@ -289,23 +295,29 @@ def _load_cached(program: Program) -> Callable[..., tuple] | None:
         return None
 
 
-@functools.lru_cache(maxsize=256)
-def compile_program(program: Program) -> Callable[..., tuple]:
+def compile_program(program: Program, options: LoweringOptions | None = None) -> Callable[..., tuple]:
     """Return ``run(*inputs, out=None) -> tuple of outputs`` for ``program``.
 
-    See the module docstring for the output-buffer contract (``out=`` and
-    ``run.reusing_outputs()``).
+    ``options``: how to lower it (default: :meth:`LoweringOptions.current`); runners and
+    cached kernels are kept per program and options. See the module docstring for the
+    output-buffer contract (``out=`` and ``run.reusing_outputs()``).
     """
-    run = _load_cached(program)
+    return _compile(program, options or LoweringOptions.current())
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(program: Program, options: LoweringOptions) -> Callable[..., tuple]:
+    run = _load_cached(program, options)
     if run is not None:
         return run
-    from .numba_plan import SUPPORTED, Unsupported
+    from .kinds import SUPPORTED
+    from .numba_plan import Unsupported
 
     try:
-        kernel = lower(program)
+        kernel = lower(program, options)
     except Unsupported as e:
         if all(s.primitive.numpy_only for s in program.steps
-               if s.primitive.name not in SUPPORTED):
+               if s.primitive not in SUPPORTED):
             return numpy_eval.compile_program(program)  # documented: NumPy-evaluated primitives
         return _fallback(program, f"primitive {e.args[0]!r} is not supported")
     except RecursionError:
@@ -314,7 +326,7 @@ def compile_program(program: Program) -> Callable[..., tuple]:
         fn, dispatcher, path = load(kernel)
     except Exception as e:  # a numba failure must not take the user's program down
         return _fallback(program, f"compilation failed ({type(e).__name__}: {e})")
-    cache.write_meta(program, path.stem, kernel)
+    cache.write_meta(program, options, path.stem, kernel)
     return make_runner(fn, kernel, dispatcher, path)
 
 

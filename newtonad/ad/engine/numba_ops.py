@@ -11,6 +11,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from ..primitives import REGISTRY
+from .loop_ir import Lit
+
 _NP_UNARY = {name: f"np.{name}({{0}})" for name in (
     "exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "arcsin", "arccos",
     "arctan", "sinh", "cosh", "tanh")}
@@ -28,6 +31,21 @@ def literal(value: Any, dtype: str) -> str:
     if math.isinf(v):
         return "np.inf" if v > 0 else "(-np.inf)"
     return repr(v) if v >= 0 else f"({v!r})"
+
+
+def is_plain_literal(value: Any, dtype: str) -> bool:
+    """Whether :func:`literal` gives one token (a name or an unsigned number, or an int)."""
+    if dtype == "bool":
+        return True
+    if dtype == "int64":
+        return abs(int(value)) < 2**31
+    v = float(value)
+    return math.isfinite(v) and v >= 0 and "e" not in repr(v)  # (-0.0 prints as -0.0)
+
+
+def literal_atom(value: Any, dtype: str) -> Lit:
+    """A scalar constant of ``dtype`` as a loop IR literal."""
+    return Lit(literal(value, dtype), is_plain_literal(value, dtype))
 
 
 def as_float(x: str, dtype: str) -> str:
@@ -122,7 +140,7 @@ def _convert(a, dt, out, kw) -> str:
     raise ValueError(f"convert to {target} is not supported")
 
 
-EXPRESSIONS: dict[str, Callable[[list[str], list[str], str, dict], str]] = {
+_BY_NAME: dict[str, Callable[[list[str], list[str], str, dict], str]] = {
     **{name: (lambda tpl: lambda a, dt, out, kw: tpl.format(*a))(tpl) for name, tpl in _NP_UNARY.items()},
     "neg": lambda a, dt, out, kw: f"(-{a[0]})",
     "square": lambda a, dt, out, kw: f"({a[0]} * {a[0]})",
@@ -155,5 +173,10 @@ EXPRESSIONS: dict[str, Callable[[list[str], list[str], str, dict], str]] = {
     **_SPECIAL,
 }
 
+#: Primitive -> ``rule(operand sources, operand dtypes, output dtype, params) -> source``.
+EXPRESSIONS: dict[Any, Callable[[list[str], list[str], str, dict], str]] = {
+    REGISTRY[name]: rule for name, rule in _BY_NAME.items()}
+
 # Index-only steps and identities: no statement, the operand's source is reused.
-PASS_THROUGH = frozenset({"broadcast_to", "slice", "transpose", "reshape", "stop_gradient"})
+PASS_THROUGH = frozenset(REGISTRY[name] for name in
+                         ("broadcast_to", "slice", "transpose", "reshape", "stop_gradient"))

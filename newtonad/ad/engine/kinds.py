@@ -1,0 +1,36 @@
+"""What the numba engine knows about each primitive, keyed by the primitive object.
+
+Fused into loop nests: elementwise primitives (one scalar expression each, see
+:mod:`.numba_ops`), index-only ones (broadcasts, slices, transposes, reshapes) and
+reductions; run as one step on whole arrays (*opaque*): contractions, gathers,
+scatters, cumulative sums and concatenations. A primitive in none of these tables
+is not lowered (the engine runs its program on the NumPy evaluator).
+"""
+
+from __future__ import annotations
+
+from ..primitives import REGISTRY
+
+P = REGISTRY  # name -> primitive object (importing the package registers every family)
+
+ADD, MUL, CONVERT = P["add"], P["mul"], P["convert"]
+CONST, RESHAPE, UNSLICE = P["const"], P["reshape"], P["unslice"]
+BROADCAST_TO, SLICE, TRANSPOSE = P["broadcast_to"], P["slice"], P["transpose"]
+REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN = (P["reduce_sum"], P["reduce_prod"],
+                                                   P["reduce_max"], P["reduce_min"])
+EINSUM, GATHER, SCATTER_ADD, CUMSUM, CONCATENATE = (P["einsum"], P["gather"], P["scatter_add"],
+                                                    P["cumsum"], P["concatenate"])
+
+ELEMENTWISE = frozenset(P[name] for name in """neg exp log log1p expm1 sqrt sin cos tan arcsin
+    arccos arctan sinh cosh tanh square reciprocal abs sign floor ceil stop_gradient logical_not
+    integer_pow add sub mul div pow maximum minimum arctan2 lt le gt ge eq ne logical_and
+    logical_or select convert erf erfc gammaln logit expit log_expit entr xlogy xlog1py hypot
+    arcsinh arccosh arctanh cbrt rint trunc remainder fmod floor_divide""".split())
+INDEXING = frozenset({BROADCAST_TO, SLICE, TRANSPOSE})
+REDUCTIONS = frozenset({REDUCE_SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD})
+#: Reductions numba combines across the threads of a parallel loop.
+THREAD_REDUCTIONS = frozenset({REDUCE_SUM, REDUCE_PROD})
+OPAQUE = frozenset({EINSUM, GATHER, SCATTER_ADD, CUMSUM, CONCATENATE})
+SUPPORTED = ELEMENTWISE | INDEXING | REDUCTIONS | OPAQUE | {CONST, RESHAPE, UNSLICE}
+
+__all__ = ["ELEMENTWISE", "INDEXING", "REDUCTIONS", "THREAD_REDUCTIONS", "OPAQUE", "SUPPORTED"]

@@ -1,0 +1,460 @@
+"""Loop nests of a plan as loop IR: statements placed at the loop depth they need.
+
+A :class:`~.numba_plan.Nest` is split where its sinks start or stop (the edges of
+stencils) into pieces; each piece is written by a :class:`NestWriter`, which turns
+every fused step into one assignment at the shallowest loop depth where its operands
+exist (common subexpressions under one index map are computed once). Passes over the
+placed statements then drop the temporaries nothing reads, write a short innermost
+axis out column by column, and run the outermost loop of a large piece on all
+threads (a :class:`~.loop_ir.ParallelFor` in a :class:`~.loop_ir.Private` scope).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .kinds import CONVERT, MUL, THREAD_REDUCTIONS
+from .loop_ir import (Apply, Assign, Bound, Comment, FlatLoad, For, ForIn, Guard, If, IMap, LoopVar,
+                      Mul, ParallelFor, Placed, Private, Reduce, Scalar, Sum, Text, Var,
+                      atoms, code_lines, guard_depth, is_simple)
+from .numba_ops import PASS_THROUGH, literal_atom
+from .numba_plan import Box, Nest, Sink, map_vars, operand_maps, segments
+
+if TYPE_CHECKING:
+    from .numba_codegen import Generator
+
+
+class NestWriter:
+    """The statements of one loop nest, placed at the loop depth they need.
+
+    Depths are counted in loop variables: a value at depth ``d`` depends on ``i0`` ..
+    ``i<d-1>``. ``levels`` is the number of loops written: one less than the nest's
+    depth when its innermost axis is written out (:func:`unrolled_axis`). Then loop
+    variable ``i<levels>`` is not a loop but the constant ``column``, and statements
+    that depend on it go in the innermost loop, once per column.
+    """
+
+    def __init__(self, gen: Generator, item: int, nest: Nest, levels: int | None = None):
+        self.g = gen
+        self.item = item
+        self.nest = nest
+        self.levels = len(nest.space) if levels is None else levels
+        self.column: int | None = None  # the value of i<levels> in the statements emitted now
+        self.flat: set[int] = set()     # slots read or written through flat views
+        self.placed: list[Placed] = []
+        self.memo: dict[tuple, tuple[Any, int]] = {}  # (slot, map, column) -> (atom, depth)
+        self.uses: Counter[int] = Counter()
+        self.guard: Guard = ()  # the box condition of the statements emitted now
+        self.products: dict[Var, tuple[tuple[Any, int], tuple[Any, int]]] = {}
+        self.loaded: set[int] = set()  # base slots loaded from memory
+
+    def emit(self, depth: int, *stmts: Any, after: bool = False) -> None:
+        """Place ``stmts`` at loop depth ``depth`` (``after``: below that level's inner loop)."""
+        depth = max(depth, guard_depth(self.guard))  # where the guard's variables exist
+        self.placed.append(Placed(min(depth, self.levels), list(stmts), self.guard, after))
+
+    def statements(self) -> int:
+        """How many lines of code (not comments) have been emitted."""
+        return sum(code_lines(p.stmts) for p in self.placed)
+
+    def fixed(self, m: IMap) -> IMap:
+        """``m`` with the written-out loop variable replaced by the current column."""
+        if self.column is None:
+            return m
+        return tuple((None, 0, scale * self.column + off) if v == self.levels else (v, scale, off)
+                     for v, scale, off in m)
+
+    def load(self, i: int, m: IMap) -> Any:
+        """Element ``m`` of stored slot ``i``.
+
+        numba indexes a C-contiguous array with strides computed from its run-time
+        shape. Below a written-out axis (a frame ``V[i, j, c]`` with the columns ``c``
+        written out and ``j`` the innermost loop) LLVM cannot see the stride of ``j``,
+        versions the loop on it being one, and then finds a false loop-carried
+        dependence between the columns' stores: no vectorisation. There such elements
+        are read and written through a flat view ``b<i>f`` at a row-major offset with
+        literal strides. (All loop bounds of such a piece are literals, so LLVM also
+        proves the offsets non-negative and drops numba's wraparound test.)
+        """
+        g = self.g
+        m = self.fixed(m)
+        shape = g.slots[i].shape
+        inner = self.levels - 1
+        axes = [a for a, d in enumerate(m) if d[0] == inner]
+        if self.levels == len(self.nest.space) or i in g.plan.literals or g.is_scalar(i) \
+                or not axes or all(n == 1 for n in shape[max(axes) + 1:]):
+            return g.ref(i, m)
+        self.flat.add(i)
+        strides = [int(np.prod(shape[a + 1:], dtype=np.int64)) for a in range(len(shape))]
+        return FlatLoad(f"{g.array(i)}f", tuple(zip(m, strides)))
+
+    def value(self, i: int, m: IMap, compute: bool = False) -> tuple[Any, int]:
+        """Slot ``i`` at index map ``m`` as an atom, and the loop depth it needs.
+
+        A slot in memory is loaded, unless ``compute`` (the store that fills it).
+        """
+        key = (i, m, self.column if m != self.fixed(m) else None)
+        if key in self.memo and not compute:
+            return self.memo[key]
+        g, plan = self.g, self.g.plan
+        if i in plan.literals:
+            result: tuple[Any, int] = (literal_atom(plan.literals[i], g.slots[i].dtype), 0)
+        elif i in plan.stored and not compute:
+            g.note_read(self.item, i)
+            self.loaded.add(g.base(i))
+            result = (self.load(i, m), map_vars(m))
+        else:
+            step = g.producer[i]
+            operands = [self.value(j, jm) for j, jm in zip(step.inputs, operand_maps(step, m, g.slots))]
+            prim = step.primitive
+            if prim in PASS_THROUGH or (prim is CONVERT
+                                        and step.kwargs["dtype"] == g.slots[step.inputs[0]].dtype):
+                result = operands[0]
+            else:
+                floats = all(g.slots[j].dtype == "float64" for j in (*step.inputs, i))
+                if prim is MUL and floats:
+                    operands = self.hoist_factors(operands)
+                expr = Apply(prim, tuple(o[0] for o in operands),
+                             tuple(g.slots[j].dtype for j in step.inputs), g.slots[i].dtype, step.params)
+                depth = max((o[1] for o in operands), default=0)
+                n = self.uses[i]
+                self.uses[i] += 1
+                temp = Var(f"t{i}" if n == 0 else f"t{i}_{n}")
+                self.emit(depth, Comment(g.describe(step)), Assign(temp, expr))
+                if prim is MUL and floats:
+                    self.products[temp] = (operands[0], operands[1])
+                result = (temp, depth)
+        if not compute:
+            self.memo[key] = result
+        return result
+
+    def hoist_factors(self, operands: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
+        """Regroup ``(a * c1) * c2`` as ``a * (c1 * c2)`` when the ``c`` are shallower.
+
+        Frame columns are the innermost loop; the factors that do not depend on the
+        column (residuals, primal values, constants) are multiplied once per element
+        instead of once per column. Only the rounding of the product changes.
+        """
+        (x, dx), (y, dy) = operands
+        if dy > dx:
+            (x, dx), (y, dy) = (y, dy), (x, dx)
+        inner = self.products.get(x)
+        if dy >= dx or inner is None:
+            return operands
+        (a, da), (c, dc) = inner
+        if da < dc:
+            (a, da), (c, dc) = (c, dc), (a, da)
+        if dc >= dx:
+            return operands
+        key = ("*", c, y)  # once per pair (the columns of an unrolled frame share it)
+        if key in self.memo:
+            return [(a, da), self.memo[key]]
+        temp = Var(f"f{len(self.placed)}")
+        depth = max(dc, dy)
+        self.emit(depth, Assign(temp, Mul(c, y)))
+        self.products[temp] = ((c, dc), (y, dy))
+        self.memo[key] = (temp, depth)
+        return [(a, da), (temp, depth)]
+
+    def simple(self, i: int, m: IMap) -> tuple[Any, int]:
+        """Like :meth:`value`, but a name or literal (safe to repeat in an expression)."""
+        src, depth = self.value(i, m)
+        if is_simple(src):
+            return src, depth
+        temp = Var(f"v{len(self.placed)}")
+        self.emit(depth, Assign(temp, src))
+        return temp, depth
+
+    def sink(self, s: Sink, terms: list | None = None) -> None:
+        """Emit the write of sink ``s`` (for ``gsum``: of its ``terms`` active here)."""
+        g = self.g
+        depth = len(s.space)
+        g.note_write(self.item, s.target)
+        target = self.load(s.target, s.tmap)
+        if s.kind == "store":
+            src, _ = self.value(s.value, s.vmap, compute=True)
+            self.emit(depth, Comment(f"store s{s.value}"), Assign(target, src))
+        elif s.kind == "gsum":
+            parts = []
+            for term in terms or []:
+                src, _ = self.value(term.slot, term.vmap)
+                parts.append(src)
+                self.emit(depth, Comment(f"{g.describe(term.step)}  (gathered)"))
+            zero = literal_atom(0, g.slots[s.target].dtype)
+            self.emit(depth, Assign(target, Sum(tuple(parts), zero)))
+        elif s.kind == "accum":
+            src, _ = self.value(s.value, s.vmap)
+            self.emit(depth, Comment(f"{g.describe(s.step)}  (scattered)"), Assign(target, src, "+="))
+        else:
+            src, _ = self.simple(s.value, s.vmap)
+            comment = Comment(g.describe(s.step))
+            depth = min(depth, self.levels)
+            if self.guard or depth == 0 or g.is_scalar(s.target) or \
+                    any(d[0] == depth - 1 for d in self.fixed(s.tmap)):
+                self.emit(depth, comment, Reduce(target, src, s.op))
+                return
+            # the target stays put in the innermost loop: reduce in a local there
+            # (a register LLVM can vectorise), combined into the target after the loop
+            acc = Var(f"acc{len(self.placed)}")
+            self.emit(depth - 1, Assign(acc, literal_atom(g.plan.init[s.target], g.slots[s.target].dtype)))
+            self.emit(depth, comment, Reduce(acc, src, s.op))
+            self.emit(depth - 1, Reduce(target, acc, s.op), after=True)
+
+    def guarded_sink(self, s: Sink, full: Box) -> None:
+        """Emit sink ``s`` for any box of the nest: each part runs under its box's condition.
+
+        Every term gets its own common-subexpression table, so a statement never
+        outlives the condition it was computed under.
+        """
+        g = self.g
+        depth = len(s.space)
+        own = condition(s.box, full)
+        if s.kind != "gsum":
+            self.memo, self.guard = {}, own
+            self.sink(s)
+            self.guard = ()
+            return
+        g.note_write(self.item, s.target)
+        acc = Var(f"acc{len(self.placed)}")
+        self.emit(depth, Assign(acc, literal_atom(0, g.slots[s.target].dtype)))
+        for term in s.terms:
+            self.memo = {}
+            self.guard = tuple(dict.fromkeys(own + condition(term.box, full)))
+            src, _ = self.value(term.slot, term.vmap)
+            self.emit(depth, Comment(f"{g.describe(term.step)}  (gathered)"), Assign(acc, src, "+="))
+        self.guard = own
+        self.emit(depth, Assign(self.load(s.target, s.tmap), acc))
+        self.guard = ()
+
+    def render(self, box: tuple[tuple[Any, Any], ...], parallel: bool = False) -> list[Any]:
+        """The placed statements in loops over ``box`` (one range per loop variable).
+
+        Bounds are ints, or expressions (the edge loops read them from a table).
+        ``parallel``: the outermost loop runs on all threads (see :func:`parallel_loop`).
+        """
+        g = self.g
+        for i in self.flat:  # flat views of blocks are made per block (Generator.row_block)
+            (g.block_flat if g.blocked(i) else g.flat).add(i)
+        placed = drop_dead(self.placed)
+        deepest = max((p.depth for p in placed), default=0)
+
+        def at(d: int, after: bool) -> list[Any]:
+            """Statements of depth ``d``; consecutive ones under one guard share an ``if``."""
+            out: list[Any] = []
+            run: list[Any] = []
+            open_guard: Guard = ()
+            for p in placed:
+                if p.depth != d or p.after != after:
+                    continue
+                if p.guard != open_guard and p.guard:
+                    run = []
+                    out.append((p.guard, run))
+                open_guard = p.guard
+                (run if p.guard else out).extend(p.stmts)
+            return [If(s[0], tuple(s[1])) if isinstance(s, tuple) else s for s in out]
+
+        def level(d: int) -> list[Any]:
+            out = at(d, False)
+            if d < deepest:
+                lo, hi = box[d]
+                if d == 0 and parallel:
+                    chunks, size = parallel_chunking(lo, hi, g.options.parallel_chunks)
+                    out.append(ParallelFor(lo, hi, chunks, size, tuple(level(1))))
+                    return out + at(d, True)
+                if d == 0 and g.region is not None:  # the rows of this block
+                    lo, hi = 0, Scalar("nb")
+                if d == deepest - 1 and isinstance(hi, int) and self.levels == len(self.nest.space):
+                    # innermost: see Generator.extent (the start stays a literal: LLVM
+                    # then proves shifted indices are non-negative and drops numba's
+                    # wraparound selects). Below a written-out axis the bound stays a
+                    # literal too: with the trip count known, LLVM proves that flat
+                    # offsets do not wrap instead of giving up on too many run-time checks.
+                    hi = g.extent(hi)
+                out.append(For(LoopVar(d), lo, hi, tuple(level(d + 1))))
+            return out + at(d, True)
+
+        body = level(0)
+        if parallel:  # names of their own: numba's parallel loops must not share a local
+            g.parallel += 1  # with code outside them (every thread would write it)
+            return [Private(f"_p{g.parallel}", tuple(body))]
+        return body
+
+
+def drop_dead(placed: list[Placed]) -> list[Placed]:
+    """``placed`` without the temporaries nothing reads (and their comments).
+
+    Regrouped products (:meth:`NestWriter.hoist_factors`) leave the product they
+    replaced unread; its assignment is pure, so dropping it changes nothing.
+    """
+    while True:
+        read: set[Var] = set()
+        for p in placed:
+            for s in p.stmts:
+                if isinstance(s, (Assign, Reduce)):
+                    read.update(a for a in atoms(s.value) if isinstance(a, Var))
+                    if isinstance(s, Reduce) or s.op != "=":
+                        read.update(a for a in atoms(s.target) if isinstance(a, Var))
+        kept = [p for p in placed if not _dead(p, read)]
+        if len(kept) == len(placed):
+            return kept
+        placed = kept
+
+
+def _dead(p: Placed, read: set[Var]) -> bool:
+    sets = [s for s in p.stmts if not isinstance(s, Comment)]
+    return (len(sets) == 1 and isinstance(sets[0], Assign) and sets[0].op == "="
+            and isinstance(sets[0].target, Var) and sets[0].target not in read)
+
+
+def condition(box: Box, full: Box) -> Guard:
+    """Bounds testing that the loop variables lie in ``box`` (where it is narrower)."""
+    parts = []
+    for d, ((lo, hi), (flo, fhi)) in enumerate(zip(box, full)):
+        if lo > flo:
+            parts.append(Bound(d, ">=", lo))
+        if hi < fhi:
+            parts.append(Bound(d, "<", hi))
+    return tuple(parts)
+
+
+def _covers(box: Box, where: Box) -> bool:
+    return all(lo <= a and b <= hi for (lo, hi), (a, b) in zip(box, where))
+
+
+def lower_nest(gen: Generator, item: int, nest: Nest) -> list[Any]:
+    """A loop nest, split where sinks start or stop (the edges of stencils).
+
+    The largest piece of the split (the interior) is one loop nest holding the sinks
+    (and the terms of gathered sums) that cover it, with no tests. The other pieces
+    (the thin edges) share one loop nest over a table of their boxes, in which each
+    sink and term runs under the condition that its box holds the index: edge code is
+    written once instead of once per piece, which keeps compile time down. When a
+    split falls in an axis that some sink does not loop over, every piece is written
+    out instead (such a sink must run once, in the piece that starts its deeper ranges).
+    """
+    space = str(nest.space)
+    if gen.region is not None:  # in a row-blocked region the rows are those of the block
+        space = "(" + ", ".join(["nb", *map(str, nest.space[1:])]) + ("," * (len(nest.space) == 1)) + ")"
+    out: list[Any] = [Comment(f"---- loop nest over {space}")]
+    for t in nest.inits:
+        out.append(gen.fill(t, gen.plan.init[t]))
+    segs = segments(nest.sinks)
+    boxes = [tuple(segs[d][c] for d, c in enumerate(choice))
+             for choice in itertools.product(*(range(len(s)) for s in segs))]
+    split = [d for d, seg in enumerate(segs) if len(seg) > 1]
+    if split and max(split) < min(len(s.space) for s in nest.sinks):
+        interior = max(boxes, key=lambda b: int(np.prod([hi - lo for lo, hi in b])))
+        out += _piece(gen, item, nest, interior, tuple(0 for _ in segs), boxes=True)
+        edges = [b for b in boxes if b != interior]
+        full = tuple(seg[0][:1] + seg[-1][1:] for seg in segs)
+        writer = NestWriter(gen, item, nest)
+        for s in nest.sinks:
+            writer.guarded_sink(s, full[:len(s.space)])
+        table = tuple(tuple(v for d in split for v in b[d]) for b in edges)
+        bounds = tuple((Text(f"edge[{2 * split.index(d)}]"), Text(f"edge[{2 * split.index(d) + 1}]"))
+                       if d in split else full[d] for d in range(len(segs)))
+        out.append(Comment(f"edges: {len(edges)} pieces {edges}"))
+        out.append(ForIn("edge", table, tuple(writer.render(bounds))))
+        return out
+    for choice in itertools.product(*(range(len(s)) for s in segs)):
+        box = tuple(segs[d][c] for d, c in enumerate(choice))
+        out += _piece(gen, item, nest, box, choice, boxes=bool(split))
+    return out
+
+
+def unrolled_axis(nest: Nest, box: Box, unroll: int) -> int | None:
+    """The axis of ``box`` to write out instead of looping over, if any.
+
+    A short innermost loop (the k columns of a small frame) is the one LLVM
+    vectorises, and it has too few iterations to gain from that, while everything
+    computed once per element outside it – the primal, the single cotangent, their
+    sqrt and div – runs scalar. Written out column by column, the next loop out (a
+    spatial axis) becomes innermost and is vectorised, column work included.
+    """
+    axis = len(nest.space) - 1
+    if axis < 1 or box[axis][1] - box[axis][0] > unroll:
+        return None
+    return axis
+
+
+def _piece(gen: Generator, item: int, nest: Nest, box: Box, choice: tuple, boxes: bool) -> list[Any]:
+    active = []
+    for s in nest.sinks:
+        n = len(s.space)
+        if any(c != 0 for c in choice[n:]) or not _covers(s.box, box[:n]):
+            continue
+        active.append((s, [t for t in s.terms if _covers(t.box, box[:n])]))
+    if not active:
+        return []
+    opts = gen.options
+    axis = unrolled_axis(nest, box, opts.unroll)
+    writer = _write_piece(gen, item, nest, active, box, axis)
+    if axis is not None and writer.statements() > opts.unroll_statements:
+        writer = _write_piece(gen, item, nest, active, box, None)
+    parallel = parallel_ok(gen, writer, [s for s, _ in active], box)
+    return ([Comment(f"piece {box}")] if boxes else []) + writer.render(box, parallel=parallel)
+
+
+def parallel_ok(gen: Generator, writer: NestWriter, sinks: list[Sink], box: Box) -> bool:
+    """Can the outermost loop of this piece run on several threads, and is it worth it?
+
+    It can when no two of its iterations write the same element: every sink inside
+    the loop writes its target at an index that moves with the loop variable (a
+    store, gathered sum or reduction along the other axes), or is a sum or product
+    into a scalar (numba combines the threads' partial results); and the piece does
+    not load what it writes (a stencil reading a neighbour another thread updates).
+    Scattered sums (``accum``) stay serial, as do pieces inside row-blocked regions
+    (their products call BLAS) and loops over fewer than two rows per chunk.
+    """
+    opts = gen.options
+    if (opts.parallel_min_iterations is None or gen.region is not None or opts.parallel_threads < 2
+            or writer.levels == 0 or not all(isinstance(lo, int) for lo, _ in box)):
+        return False
+    extents = [hi - lo for lo, hi in box[:writer.levels]]
+    least = opts.parallel_min_iterations * (1 if opts.cheap_launch else opts.parallel_workqueue_factor)
+    if extents[0] < 2 * opts.parallel_chunks or int(np.prod(extents)) < least:
+        return False
+    for s in sinks:
+        if not s.space:
+            continue  # runs once, before the loop
+        moves = any(var == 0 and scale != 0 for var, scale, _ in s.tmap)
+        scalar_sum = s.kind == "reduce" and gen.is_scalar(s.target) and s.op in THREAD_REDUCTIONS
+        if s.kind == "accum" or not (moves or scalar_sum):
+            return False
+    return not writer.loaded & {gen.base(s.target) for s in sinks}
+
+
+def parallel_chunking(lo: int, hi: int, chunks: int) -> tuple[int, int]:
+    """(chunks, rows per chunk) of a loop ``for i0 in range(lo, hi)`` run on all threads.
+
+    Each chunk is a serial loop over ``j`` from 0, with ``i0 = lo + j``: as in a
+    serial loop with a literal start, LLVM then proves shifted indices non-negative,
+    drops numba's wraparound selects and vectorises an innermost loop over the rows
+    (a loop variable starting at a computed value defeats that). The chunk number is
+    masked only to tell LLVM that it is not negative.
+    """
+    size = -(-(hi - lo) // chunks)
+    return -(-(hi - lo) // size), size
+
+
+def _write_piece(gen: Generator, item: int, nest: Nest, active: list, box: Box,
+                 axis: int | None) -> NestWriter:
+    """The sinks of one piece; with ``axis``, written out once per index along it."""
+    writer = NestWriter(gen, item, nest, levels=axis)
+    for s, terms in active:
+        if axis is None or len(s.space) <= axis:
+            writer.sink(s, terms)
+    deep = [(s, terms) for s, terms in active if axis is not None and len(s.space) > axis]
+    for c in range(*box[axis]) if deep else ():
+        writer.column = c
+        writer.emit(axis, Comment(f"i{axis} = {c}"))
+        for s, terms in deep:
+            writer.sink(s, terms)
+    return writer
+
+
+__all__ = ["NestWriter", "lower_nest", "parallel_ok", "unrolled_axis", "drop_dead"]
