@@ -21,7 +21,10 @@ Objective = Callable[[np.ndarray], Any]
 class Problem:
     """An unconstrained test problem ``min f(x)``.
 
-    Attributes
+    Instances come from :func:`get` and :func:`all_problems`; each parameter is
+    also a read-only attribute of the same name.
+
+    Parameters
     ----------
     name : str
         Registry name, lowercase with hyphens (e.g. ``"chained-rosenbrock"``).
@@ -41,8 +44,25 @@ class Problem:
         Citation of the problem definition (e.g. ``"MGH #1"``).
     scalable : bool
         Whether ``n`` may be chosen (``get(name, n=...)``).
-    notes : str
+    notes : str, optional
         Residual count ``m``, known local minima, provenance of ``fstar``, ...
+
+    See Also
+    --------
+    get : Build a problem by name.
+    all_problems : Build every problem.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from newtonad import problems
+    >>> p = problems.get("rosenbrock")
+    >>> p
+    Problem(name='rosenbrock', n=2, fstar=0.0, source='MGH #1')
+    >>> p.x0, p.xstar
+    (array([-1.2,  1. ]), array([1., 1.]))
+    >>> bool(np.isclose(p.fun(p.xstar), p.fstar))
+    True
     """
 
     name: str
@@ -64,16 +84,30 @@ class Problem:
 class SizeRule:
     """Which dimensions a scalable problem accepts, and its default.
 
+    Each scalable problem registers one rule; :func:`get` checks a requested
+    ``n`` against it and :func:`all_problems` rounds a common ``n`` to it.
+
     Parameters
     ----------
     default : int
         Dimension used when ``get`` is called without ``n``.
-    minimum, maximum : int
-        Inclusive bounds on ``n`` (``maximum=None``: unbounded).
-    multiple_of : int
-        ``n`` must be a multiple of this.
-    square : bool
-        ``n`` must be a perfect square (2-D grid problems).
+    minimum : int, optional
+        Smallest allowed ``n`` (inclusive, default 1).
+    maximum : int or None, optional
+        Largest allowed ``n`` (inclusive); ``None`` (the default): unbounded.
+    multiple_of : int, optional
+        ``n`` must be a multiple of this (default 1).
+    square : bool, optional
+        ``n`` must be a perfect square (2-D grid problems; default False).
+
+    Examples
+    --------
+    >>> from newtonad.problems import SizeRule
+    >>> rule = SizeRule(default=10, minimum=2, multiple_of=2)
+    >>> rule.describe()
+    'an integer n >= 2, n a multiple of 2'
+    >>> rule.allows(7), rule.nearest(7)
+    (False, 8)
     """
 
     default: int
@@ -83,7 +117,19 @@ class SizeRule:
     square: bool = False
 
     def describe(self) -> str:
-        """Human-readable description of the allowed dimensions."""
+        """Describe the allowed dimensions in words, for error messages.
+
+        Returns
+        -------
+        str
+            For example ``"an integer n >= 2, n a multiple of 2"``.
+
+        Examples
+        --------
+        >>> from newtonad.problems import SizeRule
+        >>> SizeRule(default=16, minimum=4, square=True).describe()
+        'an integer n >= 4, n a perfect square'
+        """
         parts = [f"an integer n >= {self.minimum}"]
         if self.maximum is not None:
             parts.append(f"n <= {self.maximum}")
@@ -94,14 +140,52 @@ class SizeRule:
         return ", ".join(parts)
 
     def allows(self, n: int) -> bool:
-        """Whether ``n`` is an allowed dimension."""
+        """Tell whether ``n`` is an allowed dimension.
+
+        Parameters
+        ----------
+        n : int
+            The dimension to check.
+
+        Returns
+        -------
+        bool
+            True when ``n`` satisfies every condition of the rule.
+
+        Examples
+        --------
+        >>> from newtonad.problems import SizeRule
+        >>> rule = SizeRule(default=12, multiple_of=3, maximum=30)
+        >>> rule.allows(9), rule.allows(10), rule.allows(33)
+        (True, False, False)
+        """
         return (n >= self.minimum
                 and (self.maximum is None or n <= self.maximum)
                 and n % self.multiple_of == 0
                 and (not self.square or math.isqrt(n) ** 2 == n))
 
     def nearest(self, n: int) -> int:
-        """The smallest allowed dimension >= ``n``, clipped to the allowed range."""
+        """Round ``n`` to an allowed dimension.
+
+        Parameters
+        ----------
+        n : int
+            The wanted dimension.
+
+        Returns
+        -------
+        int
+            The smallest allowed dimension ``>= n``; above ``maximum``, the
+            largest allowed dimension.
+
+        Examples
+        --------
+        >>> from newtonad.problems import SizeRule
+        >>> SizeRule(default=16, square=True).nearest(10)
+        16
+        >>> SizeRule(default=10, maximum=31).nearest(100)
+        31
+        """
         n = max(n, self.minimum)
         if self.maximum is not None and n > self.maximum:
             n = self.maximum
@@ -125,7 +209,7 @@ _REGISTRY: dict[str, _Entry] = {}
 
 def register(name: str, size: SizeRule | None = None
              ) -> Callable[[Callable[..., Problem]], Callable[..., Problem]]:
-    """Class the decorated builder as the problem ``name``.
+    """Register the decorated builder as the problem ``name``.
 
     Parameters
     ----------
@@ -143,11 +227,24 @@ def register(name: str, size: SizeRule | None = None
 
 
 def names() -> list[str]:
-    """Names of all built-in problems, sorted.
+    """List the names of all built-in problems.
 
     Returns
     -------
     list of str
+        The registry names, sorted; each one is accepted by :func:`get`.
+
+    See Also
+    --------
+    get : Build a problem by name.
+
+    Examples
+    --------
+    >>> from newtonad import problems
+    >>> len(problems.names())
+    57
+    >>> problems.names()[:3]
+    ['arwhead', 'bard', 'beale']
     """
     return sorted(_REGISTRY)
 
@@ -173,6 +270,22 @@ def get(name: str, n: int | None = None) -> Problem:
     ValueError
         If ``name`` is unknown, if ``n`` is given for a fixed-size problem, or
         if ``n`` is not an allowed dimension (the message says which are).
+
+    See Also
+    --------
+    names : The valid names.
+    all_problems : Build every problem.
+
+    Examples
+    --------
+    >>> from newtonad import problems
+    >>> p = problems.get("extended-rosenbrock", n=4)
+    >>> p.n, p.x0.tolist()
+    (4, [-1.2, 1.0, -1.2, 1.0])
+    >>> problems.get("extended-rosenbrock", n=3)
+    Traceback (most recent call last):
+        ...
+    ValueError: problem 'extended-rosenbrock' needs an integer n >= 2, n a multiple of 2; got n=3
     """
     entry = _REGISTRY.get(name)
     if entry is None:
@@ -209,6 +322,20 @@ def all_problems(scalable_n: int | None = None) -> list[Problem]:
     Returns
     -------
     list of Problem
+        One fresh instance per name of :func:`names`, in that order.
+
+    See Also
+    --------
+    get : Build one problem.
+
+    Examples
+    --------
+    >>> from newtonad import problems
+    >>> every = problems.all_problems(scalable_n=100)
+    >>> len(every)
+    57
+    >>> {p.name: p.n for p in every if p.name in ("dixmaana", "watson", "wood")}
+    {'dixmaana': 102, 'watson': 31, 'wood': 4}
     """
     out = []
     for name in names():

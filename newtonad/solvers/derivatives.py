@@ -43,7 +43,36 @@ __all__ = ["CombinedObjective", "HessianFallbackWarning", "jac_kind", "hess_kind
 
 
 class HessianFallbackWarning(UserWarning):
-    """``fun`` could not be traced for Hessian products; differences of ``jac`` are used."""
+    """Warn that Hessian products are differences of the caller's gradient.
+
+    :func:`newtonad.minimize` issues it when the caller gave the gradient
+    (``jac`` callable, ``jac=True`` or a finite-difference keyword) but no
+    ``hess`` or ``hessp``, and ``fun`` cannot be traced for exact AD
+    Hessian-vector products (``float(x[0])``, a value-dependent ``if``). The
+    message gives the first line of the tracing error. The run goes on with
+    forward differences of the gradient, as scipy's own methods would.
+
+    See Also
+    --------
+    ConstraintFallbackWarning : The same fallback for a constraint's Jacobian.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np, newtonad as nad
+    >>> from newtonad.solvers import HessianFallbackWarning
+    >>> def f(x):
+    ...     return float(x[0]) ** 2 + float(x[1]) ** 2  # float() cannot be traced
+    >>> def g(x):
+    ...     return 2 * x
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     res = nad.minimize(f, np.array([1.0, 2.0]), jac=g, method="trust-ncg")
+    >>> [w.category is HessianFallbackWarning for w in caught]
+    [True]
+    >>> bool(res.success), bool(np.abs(res.x).max() < 1e-6)
+    (True, True)
+    """
 
 
 def _short(value: Any) -> str:

@@ -205,7 +205,7 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         ``x`` and ``fun`` after each iteration (``callback(xk)`` receives ``x``);
         raising ``StopIteration`` ends the run with status 99.
     options : dict, optional
-        scipy's option names for the same-named method (newton-cg: ``xtol``,
+        Options under scipy's names for the same-named method (newton-cg: ``xtol``,
         ``maxiter``, ``disp``, ``return_all``, ``c1``; trust methods: ``gtol``,
         ``initial_trust_radius``, ``max_trust_radius``, ``eta``, ``maxiter``,
         ``disp``, ``return_all``, ``inexact``, ``subproblem_maxiter``), with

@@ -112,7 +112,34 @@ class _Flat:
 
 
 class ConstraintFallbackWarning(UserWarning):
-    """A constraint could not be traced; scipy's finite differences give its Jacobian."""
+    """Warn that a constraint's Jacobian is left to scipy's finite differences.
+
+    :func:`newtonad.minimize` issues it, once per constraint, when a
+    constraint function given without ``jac`` cannot be traced (``float(x[0])``,
+    a value-dependent ``if``). The message names the constraint by position and
+    function name and gives the first line of the tracing error. The other
+    constraints and the objective keep their exact AD derivatives.
+
+    See Also
+    --------
+    HessianFallbackWarning : The same fallback for the objective's Hessian.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np, newtonad as nad
+    >>> from newtonad.solvers import ConstraintFallbackWarning
+    >>> def budget(x):
+    ...     return 1.0 - float(x[0]) - x[1]  # float() cannot be traced
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     res = nad.minimize(lambda x: np.sum((x - 1) ** 2), np.zeros(2),
+    ...                        constraints={"type": "ineq", "fun": budget})
+    >>> [w.category is ConstraintFallbackWarning for w in caught]
+    [True]
+    >>> res.message, np.round(res.x, 6).tolist()
+    ('Optimization terminated successfully', [0.5, 0.5])
+    """
 
 
 def _first_line(exc: BaseException) -> str:
