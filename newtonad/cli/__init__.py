@@ -36,7 +36,29 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``newtonad`` command."""
+    """Build the argument parser of the ``newtonad`` command.
+
+    One subparser per subcommand (``demo``, ``solve``, ``bench``, ``problems``,
+    ``cache``); each sets ``handler``, the function :func:`main` calls with the
+    parsed arguments. Its ``error`` prints one line and exits with status 2.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        A fresh parser; ``parse_args`` gives a namespace with ``command`` (the
+        subcommand's name, or None) and that subcommand's options.
+
+    See Also
+    --------
+    main : Parse and run.
+
+    Examples
+    --------
+    >>> from newtonad.cli import build_parser
+    >>> args = build_parser().parse_args(["solve", "beale", "--method", "trust-exact"])
+    >>> args.command, args.problem, args.method
+    ('solve', 'beale', 'trust-exact')
+    """
     parser = _Parser(
         prog=PROG,
         description="newtonad: automatic differentiation embedded in Newton solvers. "
@@ -60,7 +82,41 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    """Run the ``newtonad`` command line and return its exit status.
+
+    The console script ``newtonad`` and ``python -m newtonad`` call it with
+    ``sys.argv[1:]``; it never calls ``sys.exit`` itself, so it can be run
+    in-process (the documentation does). Usage mistakes print one line
+    ``newtonad: error: ...`` on standard error instead of raising.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        0 on success (``solve``: the solver reported success); 1 when
+        ``solve`` ends without success or the output pipe closed early; 2 for
+        a usage error, an unknown problem or method, or no subcommand (the help
+        text then goes to standard error); 130 when interrupted (Ctrl-C).
+
+    See Also
+    --------
+    build_parser : The parser, its subcommands and their options.
+
+    Examples
+    --------
+    >>> from newtonad.cli import main
+    >>> main(["--version"])
+    newtonad 0.1.0
+    0
+    >>> main(["solve", "rosenbrok"])  # the message goes to standard error
+    2
+    >>> main([])  # no subcommand: the help text goes to standard error
+    2
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
