@@ -161,7 +161,8 @@ class Var:
         """An object array of this Var's entries, so ``np.array([x[0], x[1]])`` keeps them.
 
         NumPy builds lists of traced values into object arrays of Vars; the first
-        primitive they reach folds them back into one traced array (:func:`fold_objects`).
+        primitive they reach folds them back into one traced array
+        (:func:`newtonad.ad.numpy_api.fold_objects`, found through the dispatch table).
         When NumPy asks for numbers instead (``np.asarray(x, dtype=float)``, storing into a
         float array) only an eager Var's value can give them.
         """
@@ -467,7 +468,7 @@ def const_var(value: Any, like: Var | None = None) -> Var:
     into one traced array instead.
     """
     if isinstance(value, np.ndarray) and value.dtype == object:
-        folded = METHODS["fold_objects"](value)
+        folded = method("fold_objects")(value)
         if folded is not None:
             return folded
     if isinstance(value, (bool, np.bool_)):
