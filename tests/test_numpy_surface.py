@@ -145,13 +145,19 @@ KEYWORD_CASES = {
     np.outer: (lambda a, **k: np.outer(a[0], W4, **k), ["a", "b"], {"out": [np.empty((4, 4))]}),
     np.tensordot: (lambda a, **k: np.tensordot(a, X, **k), ["a", "b"],
                    {"axes": [2, ([1], [1])]}),
+    np.real: (lambda a, **k: np.real(a, **k), ["val"], {}),
+    np.imag: (lambda a, **k: np.imag(a, **k) + a, ["val"], {}),
+    np.angle: (lambda a, **k: np.angle(a, **k) * a, ["z"], {"deg": [True]}),
+    np.rollaxis: (lambda a, **k: np.rollaxis(a, 1, **k), ["a", "axis"], {"start": [0, 2, -1]}),
+    np.select: (lambda a, **k: np.select([a > 0.3, a < -0.5], [a, a ** 2], **k),
+                ["condlist", "choicelist"], {"default": [1.5]}),
 }
 
 # keywords that must give NumPy's value (issue 11: these were accepted and ignored)
 MUST_IMPLEMENT = {"where", "initial", "dtype", "keepdims", "axis", "ddof", "correction",
                   "mean", "prepend", "append", "shape", "weights", "returned", "num",
                   "endpoint", "retstep", "edge_order", "axes", "kind", "k", "mode", "n",
-                  "a_min", "a_max", "min", "max"}
+                  "a_min", "a_max", "min", "max", "deg", "start", "default"}
 ALLOWED_REFUSALS = {(np.quantile, "weights"), (np.percentile, "weights"),
                     (np.linspace, "dtype")}
 

@@ -324,8 +324,12 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
-    return sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
-                    correction=correction))
+    v = var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction)
+    if where is None and mean is None and _reduced_size(a, axis) == 1:
+        # one entry per slice: the variance is identically 0 (or NaN for ddof >= 1), and so is
+        # its square root, whose derivative is then 0 -- not 0 / 0 through sqrt
+        return v
+    return sqrt(v)
 
 
 def logsumexp(a, axis=None, keepdims=False):
@@ -910,11 +914,11 @@ def _contains_var(obj) -> bool:
 
 
 def array(obj, dtype=None, *, ndmin=0, **kwargs):
-    """``np.array`` that also accepts (nested) lists of traced values, by stacking them.
-
-    NumPy's own ``np.array([x[0], x[1]])`` cannot be intercepted, so write
-    ``newtonad.numpy.array([...])`` (or ``np.stack``) when the entries are traced.
-    """
+    """``np.array`` that also accepts (nested) lists of traced values, by stacking them,
+    and the object arrays NumPy's own ``np.array`` makes of them, by folding them."""
+    if isinstance(obj, np.ndarray) and obj.dtype == object:
+        folded = fold_objects(obj)
+        obj = obj if folded is None else folded
     if isinstance(obj, Var) or _contains_var(obj):
         out = obj if isinstance(obj, Var) else stack([array(o) for o in obj])
         out = out if dtype is None else astype(out, dtype)
@@ -1556,6 +1560,52 @@ _FFT_COMPLEX = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft
                 "ifftn", "rfftn", "irfftn", "hfft", "ihfft"]
 
 
+# ---- real values seen as complex numbers, and a few rearrangements ---------------------------
+
+def real(val):
+    """``np.real`` of a real array: the array itself."""
+    return val
+
+
+def imag(val):
+    """``np.imag`` of a real array: zeros (no dependence on ``val``)."""
+    return zeros_like(val, dtype=np.float64)
+
+
+def conjugate(x):
+    """``np.conjugate`` of a real array: the array itself."""
+    return x
+
+
+def angle(z, deg=False):
+    """``np.angle`` of a real array: 0 or pi (180), piecewise constant."""
+    half_turn = 180.0 if deg else math.pi
+    return where(less(z, 0.0), half_turn, ew.mul(_float(z), 0.0))
+
+
+def rollaxis(a, axis, start=0):
+    """``np.rollaxis``: ``axis`` moved to before ``start`` (NumPy's legacy rule)."""
+    n = _ndim(a)
+    axis = _normalize_axis(axis, n)
+    if not -n <= start <= n:
+        raise np.exceptions.AxisError(f"start arg requires {-n} <= start < {n + 1} but {start} "
+                                      "was passed in")
+    start = start + n if start < 0 else start
+    if axis < start:
+        start -= 1
+    return moveaxis(a, axis, start) if axis != start else a
+
+
+def select(condlist, choicelist, default=0):
+    """``np.select``: the first choice whose condition holds, elementwise, else ``default``."""
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    out = default
+    for condition, choice in reversed(list(zip(condlist, choicelist))):
+        out = where(condition, choice, out)
+    return out
+
+
 # ---- dispatch tables ----------------------------------------------------------------------
 
 for _name in ["add", "subtract", "multiply", "negative", "positive", "true_divide", "power",
@@ -1570,6 +1620,7 @@ UFUNCS["matmul"] = matmul  # a gufunc in NumPy 2
 UFUNCS["fabs"] = absolute
 UFUNCS["fmax"] = maximum
 UFUNCS["fmin"] = minimum
+UFUNCS["conjugate"] = conjugate
 
 # ufunc.reduce on a Var (np.add.reduce, np.maximum.reduce, …)
 UFUNC_REDUCE = {"add": sum, "multiply": prod, "maximum": max, "minimum": min}
@@ -1608,7 +1659,8 @@ FUNCTIONS.update({
     np.dsplit: dsplit, np.column_stack: column_stack, np.append: append,
     np.atleast_3d: atleast_3d, np.flipud: flipud, np.fliplr: fliplr, np.rot90: rot90,
     np.linspace: linspace, np.gradient: gradient, np.fft.fftshift: fftshift,
-    np.fft.ifftshift: ifftshift,
+    np.fft.ifftshift: ifftshift, np.real: real, np.imag: imag, np.angle: angle,
+    np.rollaxis: rollaxis, np.select: select,
     **{getattr(np.fft, name): _complex_out_of_scope(name) for name in _FFT_COMPLEX},
 })
 dispatch.UFUNCS.update(UFUNCS)

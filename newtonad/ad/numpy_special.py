@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -193,6 +193,80 @@ def t_pdf(x, df, loc=0.0, scale=1.0):
     return npa.exp(t_logpdf(x, df, loc, scale))
 
 
+def t_cdf(x, df, loc=0.0, scale=1.0):
+    """``scipy.stats.t.cdf``; ``x``, ``loc`` and ``scale`` may be traced, ``df`` is constant."""
+    return sp.stdtr(_standardize(x, loc, scale), df=_constant("t.cdf", "df", df))
+
+
+def t_logcdf(x, df, loc=0.0, scale=1.0):
+    """``scipy.stats.t.logcdf``."""
+    return npa.log(t_cdf(x, df, loc, scale))
+
+
+def t_sf(x, df, loc=0.0, scale=1.0):
+    """``scipy.stats.t.sf``: the cdf at ``-z``, by symmetry."""
+    return sp.stdtr(ew.neg(_standardize(x, loc, scale)), df=_constant("t.sf", "df", df))
+
+
+def _constant(function: str, name: str, value: Any) -> float:
+    if _is_var(value):
+        raise NotImplementedError(f"newtonad's {function} differentiates in x, loc and scale; "
+                                  f"its {name} must be a constant, not a traced value")
+    if np.ndim(value) != 0:
+        raise NotImplementedError(f"newtonad's {function} needs one {name} for all entries")
+    return float(value)
+
+
+def gamma_logpdf(x, a, loc=0.0, scale=1.0):
+    """``scipy.stats.gamma.logpdf``; every argument may be traced."""
+    z = _standardize(x, loc, scale)
+    return ew.sub(ew.sub(ew.sub(sp.xlogy(ew.sub(a, 1.0), z), z), sp.gammaln(_float(a))),
+                  npa.log(scale))
+
+
+def beta_logpdf(x, a, b, loc=0.0, scale=1.0):
+    """``scipy.stats.beta.logpdf``; every argument may be traced."""
+    z = _standardize(x, loc, scale)
+    body = ew.add(sp.xlogy(ew.sub(a, 1.0), z), sp.xlog1py(ew.sub(b, 1.0), ew.neg(z)))
+    return ew.sub(ew.sub(body, sp.betaln(_float(a), _float(b))), npa.log(scale))
+
+
+def chi2_logpdf(x, df, loc=0.0, scale=1.0):
+    """``scipy.stats.chi2.logpdf``: a gamma density with shape df/2 and scale 2."""
+    half_df = ew.mul(0.5, _float(df))
+    return gamma_logpdf(x, half_df, loc, ew.mul(2.0, scale))
+
+
+def poisson_logpmf(k, mu, loc=0.0):
+    """``scipy.stats.poisson.logpmf``; ``mu`` may be traced (``k`` is data)."""
+    k = ew.sub(_float(k), loc)
+    return ew.sub(ew.sub(sp.xlogy(k, mu), sp.gammaln(ew.add(k, 1.0))), mu)
+
+
+def _exp_of(logpdf: Callable) -> Callable:
+    def pdf(*args, **kwargs):
+        return npa.exp(logpdf(*args, **kwargs))
+    pdf.__name__ = logpdf.__name__.replace("log", "", 1)
+    pdf.__doc__ = f"``exp`` of :func:`{logpdf.__name__}`."
+    return pdf
+
+
+def multivariate_normal_entropy(mean=None, cov=1, allow_singular=False):
+    """``scipy.stats.multivariate_normal.entropy``: ``(d log(2 pi e) + log det cov) / 2``."""
+    _unsupported("multivariate_normal.entropy", allow_singular=(allow_singular, False))
+    cov = npa.array(cov)  # a list or object array of traced entries becomes one array
+    dim = _mvn_dim(mean, cov)
+    if _is_var(cov) and len(shape_of(cov)) == 2:
+        _, logdet = np.linalg.slogdet(cov)
+    elif _is_var(cov):
+        logdet = npa.sum(npa.log(npa.broadcast_to(cov, (dim,))))
+    else:
+        cov = np.asarray(cov, dtype=np.float64)
+        logdet = (np.linalg.slogdet(cov)[1] if cov.ndim == 2
+                  else float(np.sum(np.log(np.broadcast_to(cov, (dim,))))))
+    return ew.mul(0.5, ew.add(logdet, dim * math.log(2.0 * math.pi * math.e)))
+
+
 def multivariate_normal_logpdf(x, mean=None, cov=1, allow_singular=False):
     """``scipy.stats.multivariate_normal.logpdf``.
 
@@ -203,6 +277,7 @@ def multivariate_normal_logpdf(x, mean=None, cov=1, allow_singular=False):
     scalar or the 1-D diagonal.
     """
     _unsupported("multivariate_normal.logpdf", allow_singular=(allow_singular, False))
+    cov = npa.array(cov)  # a list or object array of traced entries becomes one array
     dim = _mvn_dim(mean, cov)
     x = _float(x)
     if len(shape_of(x)) == 0:
@@ -359,6 +434,18 @@ SCIPY_FUNCTIONS: dict[str, Any] = {
     "scipy.stats.norm.logsf": norm_logsf,
     "scipy.stats.t.logpdf": t_logpdf,
     "scipy.stats.t.pdf": t_pdf,
+    "scipy.stats.t.cdf": t_cdf,
+    "scipy.stats.t.logcdf": t_logcdf,
+    "scipy.stats.t.sf": t_sf,
+    "scipy.stats.gamma.logpdf": gamma_logpdf,
+    "scipy.stats.gamma.pdf": _exp_of(gamma_logpdf),
+    "scipy.stats.beta.logpdf": beta_logpdf,
+    "scipy.stats.beta.pdf": _exp_of(beta_logpdf),
+    "scipy.stats.chi2.logpdf": chi2_logpdf,
+    "scipy.stats.chi2.pdf": _exp_of(chi2_logpdf),
+    "scipy.stats.poisson.logpmf": poisson_logpmf,
+    "scipy.stats.poisson.pmf": _exp_of(poisson_logpmf),
+    "scipy.stats.multivariate_normal.entropy": multivariate_normal_entropy,
     "scipy.stats.multivariate_normal.logpdf": multivariate_normal_logpdf,
     "scipy.stats.multivariate_normal.pdf": multivariate_normal_pdf,
 }

@@ -48,6 +48,8 @@ import functools
 import sys
 from typing import Any, Callable
 
+import numpy as np
+
 from .dispatch import FUNCTIONS, SCIPY_FUNCTIONS, remember_original, scipy_caller_hint
 from .var import Var
 
@@ -88,12 +90,15 @@ def _tables_size() -> int:
 # ---- the wrappers ----------------------------------------------------------------------------
 
 def has_var(args: tuple, kwargs: dict) -> bool:
-    """Is a newtonad Var among ``args`` / ``kwargs`` (also inside lists and tuples)?"""
+    """Is a newtonad Var among ``args`` / ``kwargs`` (also inside lists, tuples and the
+    object arrays NumPy builds from lists of traced values)?"""
     def any_var(values: Any, depth: int = 0) -> bool:
         for v in values:
             if isinstance(v, Var):
                 return True
             if isinstance(v, (list, tuple)) and depth < 4 and any_var(v, depth + 1):
+                return True
+            if isinstance(v, np.ndarray) and v.dtype == object and any_var(v.flat, depth + 1):
                 return True
         return False
 

@@ -168,7 +168,8 @@ class Var:
         """
         if dtype is not None and np.dtype(dtype) != np.dtype(object):
             if self.value is None:
-                raise TracerBoolError(_with_scipy_hint(_numbers_asked_message(self.shape)))
+                raise TracerBoolError(_with_scipy_hint(
+                    _concrete_message("np.asarray(x, dtype=...)", self.shape)))
             return np.asarray(self.value, dtype=dtype)
         return _as_objects(self)
 
@@ -384,9 +385,49 @@ def _as_objects(var: Var) -> np.ndarray:
 
 
 def _with_scipy_hint(message: str) -> str:
-    """``message``, led by the fix when SciPy's own code of a routed function is running."""
+    """``message``, or what to do instead when a library's own code met the traced value:
+    a routed SciPy function bound before routing, another SciPy function (not supported),
+    or NumPy computing on an object array of traced values (build the array first)."""
     hint = scipy_caller_hint()
-    return message if hint is None else f"{hint} ({message})"
+    if hint is not None:
+        return f"{hint} ({message})"
+    entry = _library_entry()
+    if entry is None:
+        return message
+    package, name = entry
+    if package == "scipy":
+        return (f"newtonad cannot trace {name}: SciPy's own code ran on a traced value and "
+                "needed its numbers, and newtonad has no derivative rule for this function. "
+                "Write it with supported NumPy / SciPy functions (see 'What newtonad "
+                f"traces' in the documentation). ({message})")
+    return _numbers_asked_message(name)
+
+
+def _library_entry() -> tuple[str, str] | None:
+    """``(package, name)`` of the NumPy or SciPy function the user's code called, when the
+    innermost frames outside newtonad are that library's (else ``None``)."""
+    frame = sys._getframe(1)
+    while frame is not None and _package(frame) == "newtonad":
+        frame = frame.f_back
+    entry = None
+    while frame is not None and _package(frame) in ("numpy", "scipy"):
+        entry = frame
+        frame = frame.f_back
+    if entry is None:
+        return None
+    module = entry.f_globals.get("__name__", "")
+    name = entry.f_code.co_name
+    if _package(entry) == "numpy":  # numpy._core.fromnumeric.max is numpy.max to users
+        return "numpy", f"numpy{'.linalg' if 'linalg' in module else ''}.{name}"
+    public = ".".join(part for part in module.split(".") if not part.startswith("_"))
+    owner = entry.f_locals.get("self")
+    if owner is not None and public.startswith("scipy.stats"):  # a distribution's method
+        name = f"{type(owner).__name__.removesuffix('_gen')}.{name}"
+    return "scipy", f"{public}.{name}"
+
+
+def _package(frame: Any) -> str:
+    return frame.f_globals.get("__name__", "").partition(".")[0]
 
 
 def _concrete_message(what: str, shape: tuple[int, ...]) -> str:
@@ -397,22 +438,13 @@ def _concrete_message(what: str, shape: tuple[int, ...]) -> str:
             "np.minimum / np.clip) so both sides are computed and selected elementwise.")
 
 
-def _numbers_asked_message(shape: tuple[int, ...]) -> str:
-    """NumPy wants the numbers of a tracer: name the NumPy function, and the fix."""
-    frame, where = sys._getframe(1), ""
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if module.startswith("numpy"):
-            where = f" (inside NumPy's {frame.f_code.co_name}, called on a Python list or an " \
-                    "object array holding traced values)"
-        elif where:
-            break
-        frame = frame.f_back
-    return (f"NumPy asked for the numbers of a traced value of shape {shape}{where}, but "
-            "newtonad traces your function without values. Build arrays from traced parts "
-            "with np.stack([...]) or np.concatenate before calling NumPy on them, so that "
-            "NumPy hands the call to newtonad: e.g. np.mean(np.stack([a, b])), not "
-            "np.mean([a, b]).")
+def _numbers_asked_message(where: str) -> str:
+    """NumPy's ``where`` wants the numbers of a tracer: a list or object array of them."""
+    return (f"NumPy's {where} computed on a Python list or an object array holding traced "
+            "values and asked for their numbers, but newtonad traces your function without "
+            "values. Build arrays from traced parts with np.stack([...]) or np.concatenate "
+            "before calling NumPy on them, so that NumPy hands the call to newtonad: e.g. "
+            "np.mean(np.stack([a, b])), not np.mean([a, b]).")
 
 
 # ---- captured values lifted into program inputs (see captures.py) ----------------------------

@@ -222,6 +222,31 @@ fmod_p = Primitive("fmod", impl=np.fmod, shape=broadcast_shape, jvp=_fmod_jvp)
 
 def erf(x): return erf_p(x)
 def erfc(x): return erfc_p(x)
+# ---- distribution functions with a constant shape parameter ------------------------------
+
+def _stdtr(x: Any, *, df: float) -> Any:
+    import scipy.special
+
+    return scipy.special.stdtr(df, x)
+
+
+def _t_density(x: Any, df: float) -> Any:
+    """Student's t density with ``df`` degrees of freedom, written in primitives."""
+    log_norm = (math.lgamma((df + 1.0) / 2.0) - math.lgamma(df / 2.0)
+                - 0.5 * math.log(df * math.pi))
+    return exp(sub(log_norm, mul((df + 1.0) / 2.0, log1p_p(div(square(x), df)))))
+
+
+def _stdtr_jvp(frame, primals, tangents, out, *, df):
+    return scale(frame, tangents[0], _t_density(primals[0], df))
+
+
+#: The cdf of Student's t (SciPy's ``stdtr``) in x, for a constant ``df``; its derivative
+#: is the density, so it differentiates to any order.
+stdtr_p = Primitive("stdtr", impl=_stdtr, shape=lambda x, *, df: float_shape(x),
+                    jvp=_stdtr_jvp, numpy_only=True)
+
+
 def erfinv(x): return erfinv_p(x)
 def erfcx(x): return erfcx_p(x)
 def log_ndtr(x): return log_ndtr_p(x)
@@ -249,3 +274,4 @@ def trunc(x): return trunc_p(x)
 def floor_divide(x, y): return floor_divide_p(x, y)
 def remainder(x, y): return remainder_p(x, y)
 def fmod(x, y): return fmod_p(x, y)
+def stdtr(x, *, df): return stdtr_p(x, df=float(df))
