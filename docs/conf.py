@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE / "_ext"))  # runblock, progdraw
+sys.path.insert(0, str(HERE / "_ext"))  # runblock, progdraw, traced
 sys.path.insert(0, str(HERE))  # perf_plots
 
 import newtonad  # noqa: E402
@@ -22,6 +22,7 @@ extensions = [
     "sphinx.ext.mathjax",
     "numpydoc",
     "runblock",
+    "traced",
 ]
 
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]

@@ -23,6 +23,8 @@ pytestmark = pytest.mark.skipif(
 
 PAGES = ["index", "getting-started", "tutorials/rosenbrock", "tutorials/logistic",
          "tutorials/grid-energy", "tutorials/scipy", "tutorials/constraints",
+         "howto/index", "howto/fit-with-data", "howto/scipy-callbacks",
+         "howto/choose-method", "howto/iteration-table", "howto/asv", "traced", "sharp-bits",
          "explanations/programs", "explanations/frames", "explanations/modes",
          "explanations/transforms", "cli", "performance", "api"]
 
@@ -54,3 +56,50 @@ def test_examples_ran(built):
     api = (built / "api.html").read_text()
     for name in ("newtonad.grad", "newtonad.hvp", "newtonad.Objective", "newtonad.minimize"):
         assert f'id="{name}"' in api, name
+    for name in ("newtonad.problems.SizeRule", "newtonad.solvers.HessianFallbackWarning",
+                 "newtonad.cli.main"):
+        assert f'id="{name}"' in api, name
+
+
+def _text(html: str) -> str:
+    """The text of an HTML page: tags dropped, entities decoded, spaces collapsed."""
+    import html as html_lib
+    import re
+
+    return " ".join(html_lib.unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
+def _traced_module():
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import traced
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    return traced
+
+
+def test_traced_page_lists_every_dispatch_entry(built):
+    """"What newtonad traces" has one row per entry of the live dispatch tables."""
+    import numpy as np
+
+    traced = _traced_module()
+    tables = traced.dispatch_tables()
+    page = _text((built / "traced.html").read_text())
+    names = [traced.public_name(fn) for fn in tables["FUNCTIONS"]]
+    names += list(tables["SCIPY_FUNCTIONS"]) + [f"{name}" for name in tables["UFUNCS"]]
+    missing = [name for name in names if name not in page]
+    assert not missing, missing
+    # keywords come from the implementations' signatures
+    assert "numpy.sum a, axis=None, dtype=None, keepdims=False, initial=None, where=None" in page
+    assert "scipy.special.logsumexp" in page and "numpy.linalg.slogdet" in page
+    assert traced.is_refusal(tables["FUNCTIONS"][np.fft.fft])
+    assert not traced.is_refusal(tables["FUNCTIONS"][np.sum])
+
+
+def test_numpy_evaluated_ufuncs_are_marked():
+    """The ufunc table's engine column reads the primitives' numpy_only flag."""
+    traced = _traced_module()
+    engine = {row[0]: row[2] for row in traced.ufunc_rows()}
+    assert engine["``scipy.special.erfinv``"] == "NumPy / SciPy"
+    assert engine["``numpy.sin``"] == "compiled"
+    assert engine["``scipy.special.erf``"] == "compiled"
