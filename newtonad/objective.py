@@ -6,7 +6,8 @@ and ``linearize_hessp`` in scipy's calling conventions. It remembers the last po
 * ``fun(x)`` and ``jac(x)`` at the same ``x`` cost one value-and-gradient pass
   (scipy calls them separately);
 * ``hessp(x, p)`` at one ``x`` reuses one linearisation: the residuals of the
-  forward-over-reverse program are computed once (seed 001's partial evaluation) and
+  forward-over-reverse program are computed once (partial evaluation: the part that
+  depends on x alone runs once, the part linear in the direction runs per product) and
   each product costs only the linear pass. (A first product at a point that has no
   residuals yet is one whole HVP pass instead; a second product there linearises.
   Problems with fewer than 128 entries of data run every product as a whole pass:
@@ -15,17 +16,22 @@ and ``linearize_hessp`` in scipy's calling conventions. It remembers the last po
   program, which yields f, ∇f and the residuals together: a Newton solver pays one
   primal-and-reverse pass per point, not two.
 
-Points are compared by value, so scipy's copies of ``x`` still hit the cache.
+What is known at the current point (value, gradient, linearisations) is one record,
+replaced as a whole when x changes, as in scipy's ``ScalarFunction``. Points are compared
+by value, so scipy's copies of ``x`` still hit the cache.
 The counters ``nfev``, ``njev`` and ``nhev`` count what was really computed.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from . import api
+from ._programs import (Traced, as_data, as_frame, as_point, derive, frame_chunks, identity_columns,
+                        traced_at)
 from .ad import transforms as tf
 
 
@@ -37,6 +43,9 @@ _SMALL_POINT_SIZE = 2048
 #: whole HVP for 2-64 entries, even at 128-300).
 _LINEARIZE_FROM = 128
 _FLOAT64 = np.dtype(np.float64)
+#: A point's linearisations before the first: shared and read-only, so clearing a point
+#: allocates nothing (the first linearisation there makes the point its own dict).
+_NO_LINEARIZATION: Mapping[int | None, tuple] = MappingProxyType({})
 
 
 def _new_key(key: tuple | None, x: np.ndarray) -> tuple | None:
@@ -59,6 +68,30 @@ def _is_point(key: tuple | None, x: np.ndarray) -> bool:
         return False
     data = key[1]
     return x.tobytes() == data if data.__class__ is bytes else bool((x == data).all())
+
+
+class _Point:
+    """What is known at the current point. When x changes every field is replaced at once
+    (:meth:`clear`), so nothing computed at one point is ever read at another."""
+
+    __slots__ = ("key", "x", "value", "grad", "linear", "products")
+
+    key: tuple | None  # the point, as made by _new_key
+    x: np.ndarray | None  # a private copy of it, read by the linear runners
+    value: Any  # f there, a 0-d array until fun asks for a float (None: not computed)
+    grad: np.ndarray | None  # ∇f there: the runner's array, handed out as copies
+    linear: Mapping[int | None, tuple]  # frame width -> (linear runner, its inputs before V)
+    products: bool  # hessp ran here or residuals were made here: the next product linearises
+
+    def __init__(self) -> None:
+        self.clear(None)
+
+    def clear(self, key: tuple | None) -> None:
+        """Forget everything and stand for the point ``key``."""
+        self.key = key
+        self.x = self.value = self.grad = None
+        self.linear = _NO_LINEARIZATION
+        self.products = False
 
 
 class Objective:
@@ -87,43 +120,36 @@ class Objective:
         if not callable(f):
             raise TypeError(f"Objective needs a callable f(x, *args), got {type(f).__name__}")
         self.f = f
-        self.args = tuple(api._as_data(a) for a in args)
-        self.engine = api._engine(engine)
+        self.args = tuple(as_data(a) for a in args)
+        self.engine = engine or api.DEFAULT_ENGINE
         self._args_size = sum(int(np.size(a)) for a in self.args)
         self.nfev = self.njev = self.nhev = 0
-        self._vg_point: tuple | None = None  # the _new_key of the point below
-        self._value: Any = 0.0  # f there (a 0-d array until fun asks for a float)
-        self._grad: np.ndarray | None = None
-        self._lin_point: tuple | None = None
-        self._lin_x: np.ndarray | None = None
-        self._product_point: tuple | None = None  # where hessp last ran or residuals were made
-        self._hvp_runner: tuple | None = None  # ((shape, k), runner, data) of the last whole HVP
-        self._linear: dict[int | None, tuple] = {}  # at _lin_point, per frame width
-        self._runners: dict[tuple, tuple] = {}
-        self._vg_runner: tuple | None = None  # (shape, runner, data) of the last value_and_grad
+        self._at = _Point()
+        self._runners: dict[tuple, tuple] = {}  # (shape, kind, k) -> (runner, its data inputs)
+        # the last runner of each hot path, checked by shape alone (no dict lookup per call)
+        self._vg_runner: tuple | None = None  # (shape, runner, data)
+        self._hvp_runner: tuple | None = None  # ((shape, k), runner, data)
         self._second_order = False  # set once hessp is used: then keep residuals with ∇f
         # guards on what f reads outside its arguments, one per traced shape (see _check)
         self._guards: tuple = ()
 
     def _forget(self) -> None:
-        """Drop every cached point, runner and captured value: f now computes another thing."""
-        self._vg_point = self._lin_point = self._product_point = None
-        self._lin_x = self._grad = None
+        """Drop the point, every runner and captured value: f now computes another thing."""
+        self._at.clear(None)
         self._hvp_runner = self._vg_runner = None
-        self._linear = {}
         self._runners = {}
         self._guards = ()
 
     # ---- programs ----------------------------------------------------------------------
-    def _traced(self, x: np.ndarray) -> api.Traced:
-        return api._traced(self.f, x, self.args, scalar=True)
+    def _traced(self, x: np.ndarray) -> Traced:
+        return traced_at(self.f, x, self.args, scalar=True)
 
-    def _compiled(self, x: np.ndarray, kind: str, k: int, make) -> tuple:
+    def _compiled(self, x: np.ndarray, kind: str, k: int | None, make: Callable) -> tuple:
         """``(runner, data)`` for a derived program at x's shape; one dict hit per call."""
         key = (x.shape, kind, k)
         if key not in self._runners:
             traced = self._traced(x)
-            run = api._derived(traced, kind, k, lambda: make(traced.program), self.engine)
+            run = derive(traced, kind, k, lambda: make(traced.program), self.engine)
             self._runners[key] = (run, (*self.args, *traced.closed_values()))
             if traced.guard is not None and traced.guard not in self._guards:
                 self._guards += (traced.guard,)
@@ -140,68 +166,71 @@ class Objective:
                 self._forget()
                 break
         if x.__class__ is not np.ndarray or x.dtype is not _FLOAT64:
-            x = api._as_point(x)
+            x = as_point(x)
         return x
 
     # ---- value and gradient ------------------------------------------------------------
-    def _evaluate(self, x: np.ndarray) -> None:
-        """Make ``self._value`` and ``self._grad`` those at ``x`` (a checked point)."""
-        key = _new_key(self._vg_point, x)
+    def _evaluate(self, x: np.ndarray) -> _Point:
+        """The current point, made ``x`` (a checked point) with its value and gradient."""
+        at = self._at
+        key = _new_key(at.key, x)
         if key is None:
-            return
+            if at.grad is not None:
+                return at
+            key = at.key  # x is the point, but only products ran here so far
         if self._second_order and not self._small(x):
             # Newton-type use: the pass that gives f and ∇f also keeps the residuals of
             # the Hessian at x, so hessp there needs no further primal work.
             self._linearized(x, None)
-            return
+            return at
         vg = self._vg_runner
         if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup per call
             run, data = self._compiled(x, "value_and_grad", 0, tf.value_and_grad_program)
             # outputs overwritten by the next point are fine: only the last one is kept
             run = run.reusing_outputs() if hasattr(run, "reusing_outputs") else run
             vg = self._vg_runner = (x.shape, run, data)
-        y, g = vg[1](x, *vg[2])
-        self._store(key, y, g)
-
-    def _store(self, key: tuple, y: Any, g: np.ndarray) -> None:
+        at.value, at.grad = vg[1](x, *vg[2])
+        if key is not at.key:  # a new point: the rest of the record is that of the old one
+            at.key, at.x, at.linear, at.products = key, None, _NO_LINEARIZATION, False
         self.nfev += 1
         self.njev += 1
-        self._vg_point = key
-        self._value = y
-        self._grad = g  # the runner's array; handed out as copies
+        return at
 
     def value_and_grad(self, x: Any) -> tuple[float, np.ndarray]:
         """``(f(x), ∇f(x))`` from one pass; for ``scipy.optimize.minimize(jac=True)``."""
-        self._evaluate(self._check(x))
-        return float(self._value), self._grad.copy()
+        at = self._evaluate(self._check(x))
+        return float(at.value), at.grad.copy()
 
     def fun(self, x: Any) -> float:
         """``f(x)``; the gradient at ``x`` is computed in the same pass and kept."""
-        self._evaluate(self._check(x))
-        return float(self._value)
+        return float(self._evaluate(self._check(x)).value)
 
     def jac(self, x: Any) -> np.ndarray:
         """``∇f(x)``, shaped like ``x``; free after ``fun`` at the same ``x``."""
-        self._evaluate(self._check(x))
-        return self._grad.copy()
+        return self._evaluate(self._check(x)).grad.copy()
 
     # ---- second order --------------------------------------------------------------------
     def _linearized(self, x: np.ndarray, k: int | None) -> tuple[Callable, tuple]:
         """``(linear runner, its inputs before V)`` at x for frames of width k (None: one vector)."""
-        key = _new_key(self._lin_point, x)
+        at = self._at
+        key = _new_key(at.key, x)
         if key is not None:
-            self._lin_point = self._product_point = key  # products at x use these residuals
-            kept = key[1]  # a large point's key is already a private copy
-            self._lin_x = kept if kept.__class__ is np.ndarray else x.copy()  # read per product
-            self._linear = {}
-        linear = self._linear.get(k)
+            at.clear(key)
+        if at.x is None:  # a large point's key is already a private copy
+            kept = at.key[1]
+            at.x = kept if kept.__class__ is np.ndarray else x.copy()
+        at.products = True  # products at x use these residuals
+        linear = at.linear.get(k)
         if linear is None:
             (residual_run, linear_run), data = self._compiled(
                 x, "linearized_hvp", k, lambda program: tf.linearized_hvp(program, k))
             y, g, *res = residual_run(x, *data)
-            linear = self._linear[k] = (linear_run, (self._lin_x, *data, *res))
-            if self._vg_point is not self._lin_point and not _is_point(self._vg_point, x):
-                self._store(self._lin_point, y, g)  # the key made above: x is not copied again
+            linear = (linear_run, (at.x, *data, *res))
+            at.linear = {**at.linear, k: linear}  # a dict of its own: the empty one is shared
+            if at.grad is None:
+                at.value, at.grad = y, g
+                self.nfev += 1
+                self.njev += 1
         return linear
 
     def linearize_hessp(self, x: Any) -> Callable[[np.ndarray], np.ndarray]:
@@ -214,7 +243,7 @@ class Objective:
         linear: dict[int | None, tuple] = {}  # frame width -> (linear runner, its inputs)
 
         def hessp_at_x(V: Any) -> np.ndarray:
-            V, k = api._frame(V, x.shape, "p")
+            V, k = as_frame(V, x.shape, "p")
             if k not in linear:
                 linear[k] = self._linearized(x, k)
             linear_run, known = linear[k]
@@ -229,28 +258,30 @@ class Objective:
         x = self._check(x)
         self._second_order = True
         if p.__class__ is np.ndarray and p.shape == x.shape and p.dtype is _FLOAT64:
-            k = None  # the solvers' case: one direction, checked without _frame
+            k = None  # the solvers' case: one direction, checked without as_frame
         else:
-            p, k = api._frame(p, x.shape, "p")
+            p, k = as_frame(p, x.shape, "p")
         self.nhev += 1 if k is None else k
-        whole = self._small(x)  # small: every product is a whole pass
+        whole = self._small(x)  # small: every product is a whole pass, the point is kept
         if not whole:
             # The first product at a point is one whole HVP pass: a caller that moves x
             # on every call pays no residual pass. A second product at the same point
             # linearises, and the rest cost a linear pass.
-            key = _new_key(self._product_point, x)
+            at = self._at
+            key = _new_key(at.key, x)
             if key is not None:
-                self._product_point = key
-                whole = True
+                at.clear(key)
+            if not at.products:
+                at.products = whole = True
         if whole:
             hvp = self._hvp_runner
             if hvp is None or hvp[0] != (x.shape, k):
                 run, data = self._compiled(x, "hvp", k, lambda program: tf.hvp_program(program, k))
                 hvp = self._hvp_runner = ((x.shape, k), run, data)
             return hvp[1](x, *hvp[2], p)[0]
-        # x is the product point; when residuals were made there, that key *is* the
-        # linearisation point's, so x needs no second comparison
-        linear = self._linear.get(k) if self._product_point is self._lin_point else None
+        # x is the current point, so _linearized need not compare it again when the
+        # residuals for this frame width are there
+        linear = at.linear.get(k)
         if linear is None:
             linear = self._linearized(x, k)
         linear_run, known = linear
@@ -262,8 +293,8 @@ class Objective:
         n = x.size
         out = np.empty((n, n))
         lin = self.linearize_hessp(x)
-        for a, b in api._chunks(n, n):
-            E = api._identity_columns(n, a, b)
+        for a, b in frame_chunks(n, n):
+            E = identity_columns(n, a, b)
             out[:, a:b] = lin(E.reshape(x.shape + (b - a,))).reshape(n, b - a)
         return out.reshape(x.shape + x.shape)
 

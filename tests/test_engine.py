@@ -16,11 +16,13 @@ import numpy as np
 import pytest
 
 import newtonad as nad
-from newtonad import api
+from newtonad._programs import traced_at
 from newtonad.ad import primitives as P
 from newtonad.ad import transforms as tf
 from newtonad.ad.engine import compile_program
-from newtonad.ad.program import ArrayConst, Program, Slot, Step
+from newtonad.ad.program import Program
+
+from .builders import Builder
 
 RTOL = 1e-12
 
@@ -41,45 +43,7 @@ def kernel_cache(tmp_path_factory):
         os.environ["NEWTONAD_CACHE_DIR"] = old
 
 
-# ---- building programs step by step ------------------------------------------------------
-
-class Builder:
-    """Assemble a Program from primitives by name (shape rules give the slots)."""
-
-    def __init__(self):
-        self.slots: list[Slot] = []
-        self.steps: list[Step] = []
-        self.inputs: list[int] = []
-        self.outputs: list[int] = []
-
-    def _slot(self, slot: Slot) -> int:
-        self.slots.append(slot)
-        return len(self.slots) - 1
-
-    def input(self, shape: tuple[int, ...], dtype: str = "float64") -> int:
-        i = self._slot(Slot(tuple(shape), dtype))
-        self.inputs.append(i)
-        return i
-
-    def const(self, value: Any, dtype: str = "float64") -> int:
-        value = ArrayConst(np.asarray(value, dtype)) if np.ndim(value) else value
-        return self.op("const", value=value, dtype=dtype)
-
-    def op(self, name: str, *args: int, out: bool = False, **params: Any) -> int:
-        prim = P.REGISTRY[name]
-        slot = prim.abstract_eval(*(self.slots[i] for i in args), **params)
-        i = self._slot(slot)
-        self.steps.append(Step(prim, tuple(args), tuple(sorted(params.items())), i))
-        if out:
-            self.outputs.append(i)
-        return i
-
-    def ret(self, *slots: int) -> None:
-        self.outputs.extend(slots)
-
-    def build(self) -> Program:
-        return Program(tuple(self.slots), tuple(self.steps), tuple(self.inputs), tuple(self.outputs))
-
+# ---- running programs on both engines ----------------------------------------------------
 
 def run_both(program: Program, *inputs: Any) -> tuple[tuple, tuple]:
     with warnings.catch_warnings():
@@ -493,7 +457,7 @@ def random_objective(seed: int):
 def test_random_compositions(seed):
     f = random_objective(seed)
     x = np.random.default_rng(seed + 100).normal(size=(5, 4)) * 0.7
-    traced = api._traced(f, x, (), scalar=True)
+    traced = traced_at(f, x, (), scalar=True)
     program, data = traced.program, traced.closed_values()  # the scales a: inputs after x
     V = rng.normal(size=x.shape + (2,))
     assert_agree(tf.value_and_grad_program(program), x, *data, rtol=1e-11)

@@ -16,12 +16,14 @@ import numpy as np
 import pytest
 
 import newtonad as nad
-from newtonad import api
+from newtonad._programs import traced_at
 from newtonad.ad import transforms as tf
 from newtonad.ad.engine import loop_ir as ir
 from newtonad.ad.engine import numba_engine, numpy_eval
 from newtonad.ad.engine.options import LoweringOptions
 from newtonad.ad.program import Program
+
+from .builders import Builder
 
 RTOL = 1e-12
 BLOCK = 16
@@ -134,8 +136,6 @@ def test_row_indexed_intermediates_as_outputs(small_blocks):
     """``t = X @ w`` and ``u = exp(t)`` are outputs (whole arrays written per block);
     ``cumsum(u)`` reads ``u`` across blocks, and ``u / sum(u)`` needs the sum of all
     blocks, so both run after the region."""
-    from tests.test_engine import Builder
-
     m, n = 50, 4
     b = Builder()
     X, w = b.input((m, n)), b.input((n,))
@@ -223,7 +223,7 @@ def test_random_matrix_objectives(small_blocks, seed):
     y = rng.normal(size=m)
     w = rng.normal(size=n)
     # the scales f captures (a, and b when used) are program inputs after w, X and y
-    tr = api._traced(random_matrix_objective(seed), w, (X, y), scalar=True)
+    tr = traced_at(random_matrix_objective(seed), w, (X, y), scalar=True)
     trace, data = tr.program, (X, y, *tr.closed_values())
     check_regions(tf.value_and_grad_program(trace), (w, *data))
     for k in (None, 3):

@@ -24,7 +24,7 @@ from newtonad.solvers.steihaug import SteihaugSubproblem
 from newtonad.solvers.tridiagonal import solve_tridiagonal_trs
 from newtonad.solvers.trust_region import boundary_intersections
 
-from .test_solvers_objectives import AnalyticObjective, quadratic, rosen_start, rosenbrock
+from .builders import AnalyticObjective, quadratic, rosen_start, rosenbrock
 
 NATIVE = ["newton-cg", "trust-ncg", "trust-krylov", "trust-exact"]
 

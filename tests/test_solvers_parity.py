@@ -26,7 +26,7 @@ from newtonad.solvers.problem import FlatProblem
 from newtonad.solvers.steihaug import SteihaugSubproblem
 from newtonad.solvers.trust_region import MAX_TRUST_RADIUS, shrunk_radius
 
-from .test_solvers_objectives import AnalyticObjective, quadratic, rosen_start, rosenbrock
+from .builders import AnalyticObjective, quadratic, rosen_start, rosenbrock
 
 TRUST = ["trust-ncg", "trust-krylov", "trust-exact"]
 

@@ -27,7 +27,7 @@ from newtonad.solvers.gltr import GLTRSubproblem
 from newtonad.solvers.problem import FlatProblem
 from newtonad.solvers.tridiagonal import solve_tridiagonal_trs
 
-from .test_solvers_objectives import AnalyticObjective, rosenbrock
+from .builders import AnalyticObjective, rosenbrock
 
 NATIVE = ["newton-cg", "trust-ncg", "trust-krylov", "trust-exact"]
 

@@ -107,7 +107,7 @@ def test_objective_hessp_linearises_once_where_it_pays(n):
     original = obj._linearized
 
     def spy(x_, k):
-        calls.append(_new_key(obj._lin_point, x_) is not None or k not in obj._linear)
+        calls.append(_new_key(obj._at.key, x_) is not None or k not in obj._at.linear)
         return original(x_, k)
 
     obj._linearized = spy

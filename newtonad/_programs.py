@@ -1,0 +1,190 @@
+"""What the public AD functions and ``Objective`` share: checked inputs, ``f`` traced
+once per signature, its derived programs compiled once per kind, identity frames in chunks.
+
+Internal: :mod:`newtonad.api` and :mod:`newtonad.objective` both build on it, so neither
+reaches into the other's private names.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .ad.engine import compile_program
+from .ad.numpy_api import fold_objects
+from .ad.program import Program, Slot
+from .ad.trace import trace_function
+from .ad.var import Var
+
+FRAME_BUDGET = 1 << 24  # elements per frame chunk in jacobian / hessian (128 MiB of float64)
+
+
+# ---- inputs ---------------------------------------------------------------------------------
+
+def as_point(x: Any, what: str = "x") -> np.ndarray:
+    """Validate a differentiation point: a finite float array."""
+    if isinstance(x, Var):
+        return x
+    arr = np.asarray(x)
+    if arr.dtype.kind in "biu":
+        raise TypeError(f"{what} has integer dtype {arr.dtype}; derivatives need floats: "
+                        f"pass {what}.astype(float)")
+    if arr.dtype.kind != "f":
+        raise TypeError(f"{what} must be a float array, got dtype {arr.dtype}")
+    arr = np.asarray(arr, dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        bad = np.flatnonzero(~np.isfinite(arr))
+        raise ValueError(f"{what} has {bad.size} non-finite entries (first at flat index "
+                         f"{bad[0]}); derivatives are only defined at finite points")
+    return arr
+
+
+def as_data(a: Any) -> Any:
+    """Validate an extra argument: a bool, int64 or float64 array (or a Var), never copied
+    when it already is one."""
+    if isinstance(a, Var):
+        return a
+    arr = np.asarray(a)
+    if arr.dtype.kind == "f" and arr.dtype != np.float64:
+        arr = arr.astype(np.float64)
+    if arr.dtype.kind in "iu" and arr.dtype != np.int64:
+        arr = arr.astype(np.int64)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"extra argument of dtype {arr.dtype} cannot be passed to a traced function")
+    return arr
+
+
+def aval_of(a: Any) -> Slot:
+    """The slot (shape, dtype) an input takes in a traced program."""
+    if isinstance(a, Var):
+        return a.aval
+    return Slot(tuple(a.shape), a.dtype.name)
+
+
+def as_frame(V: Any, x_shape: tuple[int, ...], name: str = "V") -> tuple[Any, int | None]:
+    """Accept ``x.shape + (k,)`` (a frame of k directions) or ``x.shape`` (one direction).
+
+    Returns the array and its frame width, ``None`` for a single direction: that case
+    runs programs without a frame axis, whose loops are as simple as a gradient's.
+    """
+    V = V if isinstance(V, Var) else np.asarray(V, dtype=np.float64)
+    shape = tuple(V.shape)
+    if shape == x_shape:
+        return V, None
+    if len(shape) == len(x_shape) + 1 and shape[:-1] == x_shape and shape[-1] >= 1:
+        return V, shape[-1]
+    raise ValueError(f"{name} has shape {shape}, but a frame at a point of shape {x_shape} must "
+                     f"have shape {x_shape} + (k,) for k directions (or {x_shape} for one)")
+
+
+# ---- tracing and caching -------------------------------------------------------------------
+
+class Traced:
+    """``f`` traced at one signature: its program and closed-over Vars."""
+
+    def __init__(self, f: Callable, avals: Sequence[Slot], scalar: bool):
+        wrap = functools.partial(checked_result, f, scalar=scalar)
+        self.program, self.closed, self.from_outer, self.guard = trace_function(f, avals, wrap=wrap)
+        self.derived: dict[Any, Any] = {}
+
+    def stale(self) -> bool:
+        """Whether a value ``f`` read outside its arguments has changed since the trace."""
+        return self.guard is not None and self.guard.changed()
+
+    def closed_values(self) -> list[np.ndarray]:
+        """The current values of the closed-over Vars: the program's inputs after ``args``."""
+        return [np.asarray(v.value) for v in self.closed]
+
+
+def checked_result(f: Callable, out: Any, *, scalar: bool) -> Any:
+    """``f``'s result as one traced value, or an error saying what it returned instead."""
+    name = getattr(f, "__name__", type(f).__name__)
+    need = "a scalar (a number computed from x)" if scalar else "an array computed from x"
+    if isinstance(out, (list, tuple)) and not scalar and all(np.ndim(o) == 0 for o in out):
+        out = np.array(out, dtype=object)  # residuals listed one by one: one array, as np.array
+    if isinstance(out, np.ndarray) and out.dtype == object:
+        folded = fold_objects(out)
+        out = out if folded is None else folded
+    if out is None:
+        raise TypeError(f"{name} returned None, but it must return {need}: is a `return` "
+                        "statement missing?")
+    if isinstance(out, (tuple, list)) and scalar:
+        raise TypeError(
+            f"{name} returned a {type(out).__name__} of {len(out)} values, but grad, hvp, "
+            f"hessian and minimize need {need}. If it returns (f, gradient) as for scipy's "
+            "jac=True, pass jac=True to newtonad.minimize, or return f alone")
+    if isinstance(out, (tuple, list)):
+        raise TypeError(f"{name} returned a {type(out).__name__} of {len(out)} arrays, but "
+                        "jacobian, jvp and vjp need one array: combine them with np.stack or "
+                        "np.concatenate")
+    if not isinstance(out, (Var, np.ndarray, bool, int, float, np.number)):
+        shown = repr(out) if len(repr(out)) <= 40 else repr(out)[:37] + "..."
+        raise TypeError(f"{name} returned a {type(out).__name__} ({shown}), but it must return "
+                        f"{need}")
+    if not isinstance(out, Var) and np.asarray(out).dtype.kind not in "biuf":
+        raise TypeError(f"{name} returned an array of dtype {np.asarray(out).dtype}, but it "
+                        f"must return {need}")
+    shape = tuple(out.shape) if isinstance(out, Var) else np.shape(out)
+    if scalar and shape != ():
+        raise ValueError(f"{name} must return a scalar for grad / hvp / hessian / minimize, but "
+                         f"it returned shape {shape}; reduce it (e.g. np.sum) or use jacobian "
+                         "/ vjp")
+    return out
+
+
+#: f -> {(input slots, scalar): Traced}; an entry lives as long as its function.
+TRACES: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
+
+
+def traced_at(f: Callable, x: Any, args: tuple, scalar: bool) -> Traced:
+    """``f`` traced at the signature of ``(x, *args)``: cached, re-traced when a value it
+    reads outside its arguments has changed."""
+    avals = (aval_of(x),) + tuple(aval_of(a) for a in args)
+    try:
+        per_fun = TRACES.setdefault(f, {})
+    except TypeError:  # not weak-referenceable: trace every time
+        return Traced(f, avals, scalar)
+    key = (avals, scalar)
+    traced = per_fun.get(key)
+    if traced is None or traced.guard is not None and traced.guard.changed():
+        new = Traced(f, avals, scalar)
+        if traced is not None and new.program == traced.program:
+            new.derived = traced.derived  # e.g. only a lifted input changed: same kernels
+        traced = per_fun[key] = new
+    return traced
+
+
+def derive(traced: Traced, kind: str, k: int | None, make: Callable[[], Any],
+           engine: str | None) -> Any:
+    """The derived program(s) of one kind and frame width, made by ``make`` once per trace
+    and compiled with ``engine`` (``None``: kept as programs, for inlining into a trace)."""
+    key = (kind, k, engine)
+    if key not in traced.derived:
+        programs = make()
+        if engine is None:  # inlining: keep the programs
+            traced.derived[key] = programs
+        elif isinstance(programs, Program):
+            traced.derived[key] = compile_program(programs, engine)
+        else:
+            traced.derived[key] = tuple(compile_program(p, engine) for p in programs)
+    return traced.derived[key]
+
+
+# ---- identity frames --------------------------------------------------------------------
+
+def identity_columns(n: int, a: int, b: int) -> np.ndarray:
+    """Columns ``a:b`` of the n×n identity: one chunk of an identity frame."""
+    E = np.zeros((n, b - a))
+    E[np.arange(a, b), np.arange(b - a)] = 1.0
+    return E
+
+
+def frame_chunks(n: int, rows: int) -> list[tuple[int, int]]:
+    """Column ranges ``(a, b)`` covering ``range(n)`` so a frame of ``rows`` rows stays
+    within ``FRAME_BUDGET`` elements per chunk."""
+    width = int(max(1, min(n, FRAME_BUDGET // max(rows, 1))))
+    return [(i, min(n, i + width)) for i in range(0, n, width)]
+
