@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import importlib.abc
 import operator
+import string
 import sys
 import types
 import warnings
@@ -51,11 +52,13 @@ import numpy as np
 
 from . import dispatch
 from . import numpy_api as npa
+from .numpy_base import normalize_axes
 from .primitives import decompositions as dec
 from .primitives import elementwise as ew
 from .primitives import linalg as la
 from .primitives import structural as st
 from .primitives.core import shape_of
+from .var import Var
 
 FUNCTIONS: dict[Any, Any] = {}
 
@@ -211,7 +214,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_UNSET):
     for name, value in (("rcond", rcond), ("rtol", rtol)):
         if value is _UNSET or value is None:
             continue
-        if np.ndim(value) != 0 or isinstance(value, npa.Var):
+        if np.ndim(value) != 0 or isinstance(value, Var):
             raise NotImplementedError(f"newtonad's np.linalg.pinv needs a constant scalar "
                                       f"{name}, got {value!r}")
         options[name] = float(value)
@@ -298,7 +301,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
         return st.reshape(out, (1,) * len(shape_of(x))) if keepdims else out
     if isinstance(axis, (tuple, list)) and len(axis) != 1:
         shape = shape_of(x)
-        axes = npa._axes(tuple(axis), len(shape))
+        axes = normalize_axes(tuple(axis), len(shape))
         rest = [i for i in range(len(shape)) if i not in axes]
         moved = st.transpose(x, rest + list(axes))
         size = int(np.prod([shape[i] for i in axes], dtype=np.int64))
@@ -328,7 +331,7 @@ def kron(a, b):
     sb = (1,) * (nd - len(shape_of(b))) + shape_of(b)
     if nd == 0:
         return ew.mul(a, b)
-    letters_a, letters_b = npa._LETTERS[:nd], npa._LETTERS[nd:2 * nd]
+    letters_a, letters_b = string.ascii_letters[:nd], string.ascii_letters[nd:2 * nd]
     interleaved = "".join(x + y for x, y in zip(letters_a, letters_b))
     outer = la.einsum(f"{letters_a},{letters_b}->{interleaved}",
                       st.reshape(a, sa), st.reshape(b, sb))

@@ -28,6 +28,7 @@ import numpy as np
 
 from . import dispatch
 from . import numpy_api as npa
+from .numpy_base import normalize_axes
 from .primitives import elementwise as ew
 from .primitives import special as sp
 from .primitives import structural as st
@@ -77,7 +78,7 @@ def _reduced(out: Any, a_shape: tuple[int, ...], axis: Any, keepdims: bool) -> A
     """``out`` computed with keepdims=True, reshaped as NumPy's reduction would return it."""
     if keepdims:
         return out
-    axes = set(npa._axes(axis, len(a_shape)))
+    axes = set(normalize_axes(axis, len(a_shape)))
     return ew_reshape(out, tuple(n for i, n in enumerate(a_shape) if i not in axes))
 
 
