@@ -149,7 +149,7 @@ def traced_at(f: Callable, x: Any, args: tuple, scalar: bool) -> Traced:
         return Traced(f, avals, scalar)
     key = (avals, scalar)
     traced = per_fun.get(key)
-    if traced is None or traced.guard is not None and traced.guard.changed():
+    if traced is None or traced.stale():
         new = Traced(f, avals, scalar)
         if traced is not None and new.program == traced.program:
             new.derived = traced.derived  # e.g. only a lifted input changed: same kernels

@@ -19,11 +19,8 @@ where that is known not to reach the literature value say why (SPECIAL, SKIPPED)
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.util
 import math
 import re
-import sys
 import warnings
 from pathlib import Path
 
@@ -31,27 +28,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-
-def _import_problems():
-    """Import newtonad.problems, standalone if the parent package is broken.
-
-    newtonad.problems imports nothing else from newtonad, so while other parts of
-    the package are under construction it can be loaded on its own.
-    """
-    try:
-        return importlib.import_module("newtonad.problems")
-    except Exception:  # pragma: no cover - depends on the rest of the package
-        root = Path(__file__).resolve().parents[1] / "newtonad" / "problems"
-        spec = importlib.util.spec_from_file_location(
-            "_newtonad_problems_standalone", root / "__init__.py",
-            submodule_search_locations=[str(root)])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        return module
-
-
-problems = _import_problems()
+import newtonad
+from newtonad import problems
 
 # Size used for scalable problems in the (finite-difference) BFGS runs.
 SMALL_N = 10
@@ -712,24 +690,13 @@ def test_problem_modules_use_only_plain_numpy():
         assert not re.search(r"^from newtonad|^import newtonad", source, re.M), path.name
 
 
-def _newtonad_grad():
-    try:
-        from newtonad import grad
-    except Exception:  # pragma: no cover - the AD front end is built elsewhere
-        return None
-    return grad
-
-
 @pytest.mark.parametrize("p", problems.all_problems(scalable_n=12), ids=lambda p: p.name)
 def test_newtonad_traces_objective(p):
     """The real tracer differentiates every objective (as the library promises)."""
-    grad = _newtonad_grad()
-    if grad is None:
-        pytest.skip("newtonad.grad is not importable")
     x = p.x0 + 0.01 * np.random.default_rng(7).standard_normal(p.n)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        g = np.asarray(grad(p.fun)(x))
+        g = np.asarray(newtonad.grad(p.fun)(x))
     reference = central_gradient(p.fun, x)
     # 1e-4: the difference quotient itself loses ~4e-5 on brown-badly-scaled (f ~ 1e12).
     assert np.linalg.norm(g - reference) <= 1e-4 * max(1.0, np.linalg.norm(reference))

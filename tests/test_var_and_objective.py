@@ -1,4 +1,5 @@
-"""Seed 002's eager Var / Op graph, the Program IR's validation, and Objective caching."""
+"""The eager Var / Op expression graph (values as you go, then backward), the Program
+IR's validation, and Objective caching."""
 
 from __future__ import annotations
 
