@@ -155,6 +155,26 @@ def test_objective_with_data_args_and_matrix_shaped_x():
     assert obj.hess(X).shape == (3, 3, 3, 3)
 
 
+def test_api_and_objective_share_helpers_without_private_imports():
+    """What api and Objective share lives in newtonad._programs; neither module reads a
+    private name of the other (``api._traced`` and the like)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(nad.__file__).parent
+    for module, other in (("objective", "api"), ("api", "objective")):
+        tree = ast.parse((root / f"{module}.py").read_text())
+        reached = [f"{node.value.id}.{node.attr}" for node in ast.walk(tree)
+                   if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                   and node.value.id == other and node.attr.startswith("_")]
+        imported = [f"{node.module}: {a.name}" for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and node.module == other
+                    for a in node.names if a.name.startswith("_")]
+        assert not reached + imported, (module, reached + imported)
+        assert any(isinstance(node, ast.ImportFrom) and node.module == "_programs"
+                   for node in ast.walk(tree)), module
+
+
 def test_objective_with_scipy_trust_ncg():
     obj = nad.Objective(rosen)
     res = scipy.optimize.minimize(obj.fun, np.array([-1.2, 1.0]), jac=obj.jac, hessp=obj.hessp,
