@@ -18,7 +18,7 @@ from typing import Any
 from .errors import UsageError
 from .table import fmt_bytes
 
-__all__ = ["add_parser", "run", "CacheUsage", "usage", "clear"]
+__all__ = ["add_parser", "run", "CacheUsage", "usage", "clear", "kernels_dir"]
 
 KERNEL_PREFIX = "newtonad_kernel_"
 

@@ -38,7 +38,7 @@ from .trust_region import QuadraticModel, boundary_intersections
 _EPS = float(np.finfo(float).eps)
 
 __all__ = ["ExactSubproblem", "solve_dense_trs", "eigen_trs", "check_size", "MAX_DENSE_N",
-           "HessianBounds"]
+           "HessianBounds", "DenseTRS"]
 
 #: largest n trust-exact accepts (the n-by-n Hessian then takes 200 MB)
 MAX_DENSE_N = 5000
