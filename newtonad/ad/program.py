@@ -68,7 +68,7 @@ class ArrayConst:
         return f"<{a.dtype}{list(a.shape)} {self._digest[:8]}>"
 
 
-def _feed_params(h: "hashlib._Hash", value: Any) -> None:
+def _feed_params(h: "hashlib.blake2b", value: Any) -> None:
     """Hash step params exactly: array constants by their bytes' digest, not their repr."""
     if isinstance(value, ArrayConst):
         h.update(b"A" + value._digest.encode())
