@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # numba compiles dominate the test suite: one pytest worker per core
 TEST_WORKERS ?= auto
 
-.PHONY: demo test install clean docs bench check-install
+.PHONY: demo test lint install clean docs bench check-install
 
 # pyproject.toml and the version line in newtonad/__init__.py make the installed metadata
 $(STAMP): pyproject.toml newtonad/__init__.py
@@ -21,8 +21,13 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m newtonad demo
 
-test: $(STAMP)
+# lint and type-check first (configured in pyproject.toml): each stops the target on an error
+test: lint
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+
+lint: $(STAMP)
+	$(PY) -m ruff check newtonad tests benchmarks docs
+	$(PY) -m mypy
 
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html

@@ -100,6 +100,24 @@ def test_readme_commands_are_true():
     assert "check_install.sh" in _make_recipe("check-install")
 
 
+def test_make_test_lints_and_type_checks_first():
+    # `make test` depends on `make lint`, which runs ruff and mypy with their
+    # pyproject.toml configuration; the test extra installs both on a fresh machine
+    assert re.search(r"^test: lint\b", MAKEFILE, re.M)
+    lint = _make_recipe("lint")
+    assert "-m ruff check newtonad tests benchmarks docs" in lint and "-m mypy" in lint
+    assert "`ruff check` and `mypy`" in README
+    test_extra = " ".join(PYPROJECT["project"]["optional-dependencies"]["test"])
+    assert "ruff>=" in test_extra and "mypy>=" in test_extra
+    tool = PYPROJECT["tool"]
+    assert tool["ruff"]["line-length"] == 100
+    assert set(tool["ruff"]["lint"]["select"]) >= {"E", "F", "W", "I", "B"}
+    checked = set(tool["mypy"]["files"])
+    assert {"newtonad/__init__.py", "newtonad/api.py", "newtonad/ad/program.py"} <= checked
+    for path in checked:
+        assert (ROOT / path).is_file(), path
+
+
 def test_readme_says_what_the_demo_runs():
     from newtonad import problems
     from newtonad.cli import demo, methods
