@@ -19,7 +19,6 @@ from scipy.optimize import rosen, rosen_der, rosen_hess
 from newtonad.ad import primitives as P
 from newtonad.ad.program import ArrayConst, Program, Slot, Step
 
-
 # ---- programs step by step ------------------------------------------------------------------
 
 class Builder:

@@ -8,7 +8,7 @@ import scipy.optimize
 
 import newtonad as nad
 
-from .helpers import assert_close, check_grads, check_hvp, central_jvp
+from .helpers import assert_close, central_jvp, check_grads, check_hvp
 
 
 def rosen(x):

@@ -12,7 +12,6 @@ AD runs on the NumPy reference engine except in one numba check.
 from __future__ import annotations
 
 import inspect
-import warnings
 
 import numpy as np
 import pytest

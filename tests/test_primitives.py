@@ -324,7 +324,8 @@ def test_jvp_rules_are_told_the_frame_layout():
 def test_a_new_primitive_brings_its_algebra_with_it():
     """simplify and remat read a primitive's properties, not its name: a primitive defined
     in one place (here, a test) is simplified and priced like the built-in ones."""
-    from newtonad.ad import remat, transforms as tf
+    from newtonad.ad import remat
+    from newtonad.ad import transforms as tf
     from newtonad.ad.primitives.core import Algebra, Primitive
 
     flip = Primitive("test_flip", impl=np.negative, shape=lambda x: x,

@@ -14,8 +14,7 @@ import scipy.optimize as so
 from numpy.testing import assert_allclose
 from scipy.optimize import OptimizeWarning, rosen, rosen_der, rosen_hess_prod
 
-from newtonad.solvers import minimize
-from newtonad.solvers import scipy_bridge
+from newtonad.solvers import minimize, scipy_bridge
 from newtonad.solvers.exact import MAX_DENSE_N, solve_dense_trs
 from newtonad.solvers.gltr import GLTRSubproblem
 from newtonad.solvers.options import ACCEPTED_OPTIONS

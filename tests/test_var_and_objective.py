@@ -8,13 +8,12 @@ import pytest
 import scipy.optimize
 
 import newtonad as nad
+from newtonad import objective
 from newtonad.ad.primitives import elementwise as ew
 from newtonad.ad.program import Program, Slot, Step
-from newtonad import objective
 from newtonad.objective import _new_key
 
 from .helpers import assert_close
-
 
 # ---- eager Vars ---------------------------------------------------------------------------
 

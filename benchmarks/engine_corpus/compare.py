@@ -1,5 +1,9 @@
 """Compare corpus before/after: identical, or after = before minus dead temporaries."""
-import difflib, os, re, sys
+import difflib
+import os
+import re
+import sys
+
 B, A = "/tmp/engine-corpus/before", "/tmp/engine-corpus/after"
 prefix = sys.argv[1] if len(sys.argv) > 1 else ""
 TEMP = re.compile(r"^\s*(t\d+(_\d+)?|f\d+|v\d+)(_p\d+)? = ")

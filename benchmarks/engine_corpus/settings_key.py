@@ -10,7 +10,8 @@ def settings_tag(options=None):
                 o.parallel_threads, o.cheap_launch, o.unroll, o.unroll_statements, o.parallel_chunks,
                 o.parallel_workqueue_factor)
     except ImportError:
-        from newtonad.ad.engine import numba_codegen as g, numba_plan as p
+        from newtonad.ad.engine import numba_codegen as g
+        from newtonad.ad.engine import numba_plan as p
         vals = (p.ROW_BLOCK, p.ROW_BLOCK_BYTES, p.ROW_BLOCK_MIN_BLOCKS, g.PARALLEL_MIN_ITERATIONS,
                 g.parallel_threads(), g.cheap_launch(), g.UNROLL, g.UNROLL_STATEMENTS,
                 g.PARALLEL_CHUNKS, g.PARALLEL_WORKQUEUE_FACTOR)

@@ -23,9 +23,18 @@ from . import scipy_dispatch
 from .captures import Guard, find_captures
 from .primitives.core import Primitive, const_p
 from .program import ArrayConst, Program, Slot, Step
-from .var import (Op, TracerBoolError, Var, bind, const_var, is_float, lifting, new_tracer,
-                  next_id, toposort)
-
+from .var import (
+    Op,
+    TracerBoolError,
+    Var,
+    bind,
+    const_var,
+    is_float,
+    lifting,
+    new_tracer,
+    next_id,
+    toposort,
+)
 
 _STORE_INTO_ARRAY = ("a traced value cannot be stored into a NumPy array (y = np.zeros(n); "
                      "y[i] = ...): NumPy arrays hold numbers, and newtonad traces your function "

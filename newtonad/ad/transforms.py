@@ -27,7 +27,8 @@ from .primitives.core import Frame, UndefPrimal, const_p
 from .primitives.elementwise import add_any, convert, mul
 from .primitives.structural import broadcast_to, zeros
 from .program import Program, Slot
-from .remat import choose as choose_residuals, slot_kinds
+from .remat import choose as choose_residuals
+from .remat import slot_kinds
 from .trace import interpret, to_program
 from .var import Var, bind, is_float, new_tracer
 

@@ -13,7 +13,7 @@ literature gives it, the optimal value and a minimiser.
 20
 """
 
-from ._registry import Problem, SizeRule, all_problems, get, names
 from . import cutest, luksan, mgh, minpack2  # noqa: F401  (register the problems)
+from ._registry import Problem, SizeRule, all_problems, get, names
 
 __all__ = ["Problem", "SizeRule", "all_problems", "get", "names"]

@@ -35,8 +35,12 @@ from scipy.optimize import HessianUpdateStrategy
 from scipy.sparse import issparse
 from scipy.sparse.linalg import LinearOperator
 
-from .finite_diff import (FD_METHODS, gradient_by_differences, hessian_by_differences,
-                          hessian_product_by_differences)
+from .finite_diff import (
+    FD_METHODS,
+    gradient_by_differences,
+    hessian_by_differences,
+    hessian_product_by_differences,
+)
 
 __all__ = ["CombinedObjective", "HessianFallbackWarning", "jac_kind", "hess_kind",
            "check_hessp", "gives_derivatives"]

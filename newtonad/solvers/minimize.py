@@ -8,9 +8,9 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 from scipy.optimize import OptimizeResult
 
+from .derivatives import CombinedObjective, check_hessp, gives_derivatives, hess_kind, jac_kind
 from .monitor import wrap_callback
 from .options import NATIVE_METHODS, check_options_type, check_tol, parse_options
-from .derivatives import CombinedObjective, check_hessp, gives_derivatives, hess_kind, jac_kind
 from .problem import FlatProblem, check_x0, has_objective_protocol
 from .scipy_bridge import SCIPY_METHODS, minimize_with_scipy
 
@@ -87,16 +87,19 @@ def _run_native(meth: str, problem: FlatProblem, x0: np.ndarray, opts: dict,
     if meth == "newton-cg":
         from .newton_cg import minimize_newton_cg
         return minimize_newton_cg(problem, x0, callback=callback, **opts)
-    from .trust_region import minimize_trust_region
-    sub_opts = {}
+    from .trust_region import QuadraticModel, minimize_trust_region
+    subproblem: type[QuadraticModel]
+    sub_opts: dict[str, Any] = {}
     if meth == "trust-ncg":
-        from .steihaug import SteihaugSubproblem as subproblem
+        from .steihaug import SteihaugSubproblem
+        subproblem = SteihaugSubproblem
     elif meth == "trust-krylov":
-        from .gltr import GLTRSubproblem as subproblem
+        from .gltr import GLTRSubproblem
+        subproblem = GLTRSubproblem
         sub_opts["inexact"] = bool(opts.pop("inexact", True))
     else:
-        from .exact import ExactSubproblem as subproblem
-        from .exact import check_size
+        from .exact import ExactSubproblem, check_size
+        subproblem = ExactSubproblem
         check_size(problem.n)
         if opts.get("subproblem_maxiter") is not None:
             sub_opts["maxiter"] = int(opts["subproblem_maxiter"])

@@ -30,12 +30,11 @@ import time
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
+from scipy.linalg import blas
 from scipy.optimize import OptimizeResult
 
-from scipy.linalg import blas
-
-from .line_search import backtracking, wolfe
 from .linalg import axpy, scal_sub
+from .line_search import backtracking, wolfe
 from .monitor import Monitor, Status
 from .problem import FlatProblem, HessOperator
 from .trust_region import check_start, converged

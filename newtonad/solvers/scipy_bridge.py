@@ -25,8 +25,8 @@ import warnings
 from typing import Any, Callable, Optional
 
 import numpy as np
-from scipy.optimize import (Bounds, LinearConstraint, NonlinearConstraint, OptimizeResult,
-                            minimize as scipy_minimize)
+from scipy.optimize import Bounds, LinearConstraint, NonlinearConstraint, OptimizeResult
+from scipy.optimize import minimize as scipy_minimize
 from scipy.sparse import issparse
 from scipy.sparse.linalg import LinearOperator
 

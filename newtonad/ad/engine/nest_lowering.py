@@ -18,9 +18,32 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .kinds import CONVERT, MUL, THREAD_REDUCTIONS
-from .loop_ir import (Apply, Assign, Bound, Comment, FlatLoad, For, ForIn, Guard, If, IMap, LoopVar,
-                      Mul, ParallelFor, Placed, Private, Reduce, Scalar, Sum, Text, Var,
-                      atoms, code_lines, guard_depth, is_simple)
+from .loop_ir import (
+    Apply,
+    Assign,
+    Bound,
+    Comment,
+    FlatLoad,
+    For,
+    ForIn,
+    Guard,
+    If,
+    IMap,
+    LoopVar,
+    Mul,
+    ParallelFor,
+    Placed,
+    Private,
+    Reduce,
+    Scalar,
+    Sum,
+    Text,
+    Var,
+    atoms,
+    code_lines,
+    guard_depth,
+    is_simple,
+)
 from .numba_ops import PASS_THROUGH, literal_atom
 from .numba_plan import Box, Nest, Sink, map_vars, operand_maps, segments
 

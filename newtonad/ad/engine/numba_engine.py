@@ -38,8 +38,7 @@ import numpy as np
 
 from ..program import Program
 from . import numba_cache as cache
-from . import numba_threads
-from . import numpy_eval, register
+from . import numba_threads, numpy_eval, register
 from .numba_buffers import aligned_array
 from .options import LoweringOptions
 

@@ -30,8 +30,22 @@ from typing import Any
 import numpy as np
 
 from ..program import ArrayConst, Program, Slot, Step
-from .kinds import (ADD, BROADCAST_TO, CONST, ELEMENTWISE, OPAQUE, REDUCE_MIN, REDUCE_PROD,
-                    REDUCE_SUM, REDUCTIONS, RESHAPE, SLICE, SUPPORTED, TRANSPOSE, UNSLICE)
+from .kinds import (
+    ADD,
+    BROADCAST_TO,
+    CONST,
+    ELEMENTWISE,
+    OPAQUE,
+    REDUCE_MIN,
+    REDUCE_PROD,
+    REDUCE_SUM,
+    REDUCTIONS,
+    RESHAPE,
+    SLICE,
+    SUPPORTED,
+    TRANSPOSE,
+    UNSLICE,
+)
 from .loop_ir import Dim, IMap
 from .options import LoweringOptions
 

@@ -10,8 +10,28 @@ from __future__ import annotations
 from typing import Any
 
 from .kinds import REDUCE_MAX, REDUCE_PROD, REDUCE_SUM
-from .loop_ir import (Apply, Assign, Comment, Dim, FlatLoad, For, ForIn, If, Line, Lit, Load,
-                      LoopVar, Mul, ParallelFor, Private, Reduce, Scalar, Sum, Text, Var)
+from .loop_ir import (
+    Apply,
+    Assign,
+    Comment,
+    Dim,
+    FlatLoad,
+    For,
+    ForIn,
+    If,
+    Line,
+    Lit,
+    Load,
+    LoopVar,
+    Mul,
+    ParallelFor,
+    Private,
+    Reduce,
+    Scalar,
+    Sum,
+    Text,
+    Var,
+)
 from .numba_ops import EXPRESSIONS
 
 INDENT = "    "

@@ -38,7 +38,6 @@ from .loop_ir import IMap
 from .numba_plan import MAX_PIECES, Nest, Opaque, Plan, Sink, count_pieces, operand_maps
 from .options import LoweringOptions
 
-
 # ---- matrix products ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ from ..var import Var
 from .core import Algebra, Frame, Primitive, is_undef
 from .structural import lift, unbroadcast
 
-
 # ---- shape rules --------------------------------------------------------------------
 
 def broadcast_shape(*avals: Slot, dtype: str | None = None) -> Slot:

@@ -15,8 +15,17 @@ import numpy as np
 from ..program import Slot
 from .core import Primitive, aval_of, is_undef, shape_of
 from .elementwise import add, convert, div, eq, mul, select, sub
-from .structural import (_reduced_shape, broadcast_to, expand_reduced, keepdims_shape, lift,
-                         reduce_sum, reduce_sum_p, slice_, unslice)
+from .structural import (
+    _reduced_shape,
+    broadcast_to,
+    expand_reduced,
+    keepdims_shape,
+    lift,
+    reduce_sum,
+    reduce_sum_p,
+    slice_,
+    unslice,
+)
 
 
 def _extremum_jvp(frame, primals, tangents, out, *, axes):

@@ -25,9 +25,27 @@ import numpy as np
 
 from ..program import Slot
 from .core import Primitive
-from .elementwise import (add, add_any, broadcast_shape, div, eq, exp, float_shape, gt, log,
-                          log1p_p, mul, neg, reciprocal, scale, select, sign, sqrt, square,
-                          sub)
+from .elementwise import (
+    add,
+    add_any,
+    broadcast_shape,
+    div,
+    eq,
+    exp,
+    float_shape,
+    gt,
+    log,
+    log1p_p,
+    mul,
+    neg,
+    reciprocal,
+    scale,
+    select,
+    sign,
+    sqrt,
+    square,
+    sub,
+)
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0

@@ -17,7 +17,6 @@ from ..program import Slot
 from ..var import Var
 from .core import Algebra, Frame, Primitive, UndefPrimal, shape_of
 
-
 # ---- reshape ---------------------------------------------------------------------------
 
 def _reshape_shape(x: Slot, *, shape: tuple[int, ...]) -> Slot:
