@@ -25,12 +25,10 @@ from .ad.numpy_api import (  # noqa: F401  (sorting, order statistics, splitting
 from .ad.numpy_api import getitem  # noqa: F401
 from .ad.numpy_linalg import cross, kron, linalg, tril, triu  # noqa: F401
 from .ad.numpy_special import (  # noqa: F401  (elementwise functions built on primitives)
-    around, deg2rad, fix, logaddexp2, nan_to_num, rad2deg, sinc,
+    arccosh, arcsinh, arctanh, around, cbrt, deg2rad, fix, floor_divide, fmod, logaddexp2,
+    nan_to_num, rad2deg, remainder, rint, sinc, trunc,
 )
 from .ad.numpy_special import divmod_ as divmod  # noqa: F401
-from .ad.primitives.special import (  # noqa: F401
-    arccosh, arcsinh, arctanh, cbrt, floor_divide, fmod, remainder, rint, trunc,
-)
 
 abs = absolute
 divide = true_divide

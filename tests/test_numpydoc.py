@@ -162,58 +162,16 @@ newtonad.Program.consumers newtonad.Program.in_slots newtonad.Program.key
 newtonad.Program.out_slots newtonad.Program.to_dot newtonad.Program.validate
 newtonad.TracerBoolError newtonad.Var newtonad.Var.T newtonad.Var.argmax newtonad.Var.argmin
 newtonad.Var.argpartition newtonad.Var.argsort newtonad.Var.astype newtonad.Var.backward
-newtonad.Var.clip newtonad.Var.conj newtonad.Var.conjugate newtonad.Var.copy
-newtonad.Var.cumprod newtonad.Var.cumsum newtonad.Var.diagonal newtonad.Var.dot
-newtonad.Var.dtype newtonad.Var.flatten newtonad.Var.item newtonad.Var.mT newtonad.Var.max
-newtonad.Var.mean newtonad.Var.min newtonad.Var.ndim newtonad.Var.nonzero
-newtonad.Var.partition newtonad.Var.prod newtonad.Var.ravel newtonad.Var.real
-newtonad.Var.repeat newtonad.Var.reshape newtonad.Var.round newtonad.Var.shape
+newtonad.Var.clip newtonad.Var.conj newtonad.Var.conjugate newtonad.Var.copy newtonad.Var.cumprod
+newtonad.Var.cumsum newtonad.Var.diagonal newtonad.Var.dot newtonad.Var.dtype newtonad.Var.flatten
+newtonad.Var.item newtonad.Var.mT newtonad.Var.max newtonad.Var.mean newtonad.Var.min
+newtonad.Var.ndim newtonad.Var.nonzero newtonad.Var.partition newtonad.Var.prod newtonad.Var.ravel
+newtonad.Var.real newtonad.Var.repeat newtonad.Var.reshape newtonad.Var.round newtonad.Var.shape
 newtonad.Var.size newtonad.Var.sort newtonad.Var.squeeze newtonad.Var.std newtonad.Var.sum
 newtonad.Var.swapaxes newtonad.Var.take newtonad.Var.tolist newtonad.Var.trace
 newtonad.Var.transpose newtonad.Var.var newtonad.grad newtonad.hessian newtonad.hvp
-newtonad.jacobian newtonad.jvp newtonad.linearize newtonad.numpy.abs newtonad.numpy.absolute
-newtonad.numpy.add newtonad.numpy.amax newtonad.numpy.amin newtonad.numpy.append
-newtonad.numpy.arccos newtonad.numpy.arccosh newtonad.numpy.arcsin newtonad.numpy.arcsinh
-newtonad.numpy.arctan newtonad.numpy.arctan2 newtonad.numpy.arctanh newtonad.numpy.argmax
-newtonad.numpy.argmin newtonad.numpy.argpartition newtonad.numpy.argsort newtonad.numpy.array
-newtonad.numpy.array_split newtonad.numpy.asarray newtonad.numpy.astype
-newtonad.numpy.atleast_1d newtonad.numpy.atleast_2d newtonad.numpy.atleast_3d
-newtonad.numpy.average newtonad.numpy.broadcast_to newtonad.numpy.cbrt newtonad.numpy.ceil
-newtonad.numpy.clip newtonad.numpy.column_stack newtonad.numpy.concat
-newtonad.numpy.concatenate newtonad.numpy.copy newtonad.numpy.cos newtonad.numpy.cosh
-newtonad.numpy.cross newtonad.numpy.cumprod newtonad.numpy.cumsum newtonad.numpy.deg2rad
-newtonad.numpy.degrees newtonad.numpy.diff newtonad.numpy.divide newtonad.numpy.dot
-newtonad.numpy.dsplit newtonad.numpy.einsum newtonad.numpy.equal newtonad.numpy.exp
-newtonad.numpy.exp2 newtonad.numpy.expand_dims newtonad.numpy.expm1 newtonad.numpy.fftshift
-newtonad.numpy.flip newtonad.numpy.fliplr newtonad.numpy.flipud newtonad.numpy.floor
-newtonad.numpy.floor_divide newtonad.numpy.fmod newtonad.numpy.full_like newtonad.numpy.getitem
-newtonad.numpy.greater newtonad.numpy.greater_equal newtonad.numpy.hsplit newtonad.numpy.hstack
-newtonad.numpy.hypot newtonad.numpy.ifftshift newtonad.numpy.inner newtonad.numpy.less
-newtonad.numpy.less_equal newtonad.numpy.linalg.cholesky newtonad.numpy.linalg.cross
-newtonad.numpy.linalg.det newtonad.numpy.linalg.diagonal newtonad.numpy.linalg.eigh
-newtonad.numpy.linalg.eigvalsh newtonad.numpy.linalg.inv newtonad.numpy.linalg.matrix_norm
-newtonad.numpy.linalg.matrix_power newtonad.numpy.linalg.multi_dot newtonad.numpy.linalg.pinv
-newtonad.numpy.linalg.qr newtonad.numpy.linalg.slogdet newtonad.numpy.linalg.svd
-newtonad.numpy.linalg.svdvals newtonad.numpy.linalg.trace newtonad.numpy.linalg.vector_norm
-newtonad.numpy.log newtonad.numpy.log10 newtonad.numpy.log1p newtonad.numpy.log2
-newtonad.numpy.logaddexp newtonad.numpy.logaddexp2 newtonad.numpy.logical_and
-newtonad.numpy.logical_not newtonad.numpy.logical_or newtonad.numpy.matmul newtonad.numpy.max
-newtonad.numpy.maximum newtonad.numpy.mean newtonad.numpy.median newtonad.numpy.min
-newtonad.numpy.minimum newtonad.numpy.mod newtonad.numpy.moveaxis newtonad.numpy.multiply
-newtonad.numpy.nanmean newtonad.numpy.nansum newtonad.numpy.negative newtonad.numpy.not_equal
-newtonad.numpy.ones_like newtonad.numpy.outer newtonad.numpy.pad newtonad.numpy.percentile
-newtonad.numpy.positive newtonad.numpy.power newtonad.numpy.prod newtonad.numpy.quantile
-newtonad.numpy.rad2deg newtonad.numpy.radians newtonad.numpy.ravel newtonad.numpy.reciprocal
-newtonad.numpy.remainder newtonad.numpy.repeat newtonad.numpy.reshape newtonad.numpy.rint
-newtonad.numpy.roll newtonad.numpy.rot90 newtonad.numpy.sign newtonad.numpy.sin
-newtonad.numpy.sinh newtonad.numpy.sort newtonad.numpy.split newtonad.numpy.sqrt
-newtonad.numpy.square newtonad.numpy.squeeze newtonad.numpy.stack newtonad.numpy.std
-newtonad.numpy.stop_gradient newtonad.numpy.subtract newtonad.numpy.sum newtonad.numpy.swapaxes
-newtonad.numpy.take newtonad.numpy.take_along_axis newtonad.numpy.tan newtonad.numpy.tanh
-newtonad.numpy.tensordot newtonad.numpy.tile newtonad.numpy.transpose newtonad.numpy.tril
-newtonad.numpy.triu newtonad.numpy.true_divide newtonad.numpy.trunc newtonad.numpy.var
-newtonad.numpy.vdot newtonad.numpy.vsplit newtonad.numpy.vstack newtonad.numpy.where
-newtonad.numpy.zeros_like newtonad.trace newtonad.value_and_grad newtonad.vjp
+newtonad.jacobian newtonad.jvp newtonad.linearize newtonad.trace newtonad.value_and_grad
+newtonad.vjp
 """.split())
 
 RULES = public_names()

@@ -88,6 +88,7 @@ def to_float(x: Any) -> Any:
 
 @implements_method("astype")
 def astype(x, dtype, copy=True):
+    """Traced version of numpy.astype."""
     dtype = np.dtype(dtype)
     if dtype.kind != "f" and is_var(x) and x.dtype.kind == "f":
         raise TypeError(f"astype({dtype}) of a float array has no derivative; newtonad only "

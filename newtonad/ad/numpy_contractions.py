@@ -36,9 +36,12 @@ _LETTERS = string.ascii_letters
 
 
 def einsum(*operands, out=None, optimize=False, **kwargs):
-    """``np.einsum``: explicit and implicit output, ``...`` (broadcast), repeated indices
-    within an operand (traces, diagonals: ``'ii->'``, ``'ii->i'``, ``'ij,jj->i'``) and the
-    interleaved ``einsum(a, [0, 1], b, [1, 2])`` form."""
+    """Traced version of numpy.einsum.
+
+    Explicit and implicit output, ``...`` (broadcast), repeated indices within an
+    operand (traces, diagonals: ``'ii->'``, ``'ii->i'``, ``'ij,jj->i'``) and the
+    interleaved ``einsum(a, [0, 1], b, [1, 2])`` form.
+    """
     check_no_kwargs("einsum", {"out": out, **kwargs})
     if not operands:
         raise ValueError("einsum: no input operands")
@@ -148,6 +151,7 @@ def _einsum_single(term: str, out: str, x):
 # ---- products written as einsums ---------------------------------------------------------
 
 def dot(a, b, out=None):
+    """Traced version of numpy.dot."""
     check_no_kwargs("dot", {"out": out})
     na, nb = ndim_of(a), ndim_of(b)
     if na == 0 or nb == 0:
@@ -160,6 +164,7 @@ def dot(a, b, out=None):
 
 
 def matmul(a, b, out=None, **kwargs):
+    """Traced version of numpy.matmul."""
     check_no_kwargs("matmul", {"out": out, **kwargs})
     na, nb = ndim_of(a), ndim_of(b)
     if na == 0 or nb == 0:
@@ -182,10 +187,12 @@ def _batch(n: int) -> str:
 
 
 def vdot(a, b):
+    """Traced version of numpy.vdot."""
     return la.einsum("i,i->", ravel(a), ravel(b))
 
 
 def inner(a, b):
+    """Traced version of numpy.inner."""
     if ndim_of(a) == 0 or ndim_of(b) == 0:
         return ew.mul(a, b)
     na, nb = ndim_of(a), ndim_of(b)
@@ -195,11 +202,13 @@ def inner(a, b):
 
 
 def outer(a, b, out=None):
+    """Traced version of numpy.outer."""
     check_no_kwargs("outer", {"out": out})
     return la.einsum("i,j->ij", ravel(a), ravel(b))
 
 
 def tensordot(a, b, axes=2):
+    """Traced version of numpy.tensordot."""
     na, nb = ndim_of(a), ndim_of(b)
     if isinstance(axes, int):
         axes_a, axes_b = list(range(na - axes, na)), list(range(axes))

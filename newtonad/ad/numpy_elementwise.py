@@ -21,54 +21,246 @@ from .primitives.special import hypot as _scaled_hypot
 
 # ---- ufuncs ------------------------------------------------------------------------------
 
-add, subtract, multiply = ew.add, ew.sub, ew.mul
-negative = ew.neg
-maximum, minimum = ew.maximum_p, ew.minimum_p
+# Functions, not the primitives themselves, so each has its own docstring.
+
+def add(x, y):
+    """Traced version of numpy.add."""
+    return ew.add(x, y)
 
 
-def positive(x): return x
-def true_divide(x, y): return ew.div(x, y)
-def exp(x): return ew.exp_p(x)
-def log(x): return ew.log_p(x)
-def log1p(x): return ew.log1p_p(x)
-def expm1(x): return ew.expm1_p(x)
-def sqrt(x): return ew.sqrt_p(x)
-def square(x): return ew.square_p(x)
-def reciprocal(x): return ew.reciprocal_p(to_float(x))
-def sin(x): return ew.sin_p(x)
-def cos(x): return ew.cos_p(x)
-def tan(x): return ew.tan_p(x)
-def arcsin(x): return ew.arcsin_p(x)
-def arccos(x): return ew.arccos_p(x)
-def arctan(x): return ew.arctan_p(x)
-def sinh(x): return ew.sinh_p(x)
-def cosh(x): return ew.cosh_p(x)
-def tanh(x): return ew.tanh_p(x)
-def absolute(x): return ew.abs_p(x)
-def sign(x): return ew.sign_p(x)
-def floor(x): return ew.floor_p(x)
-def ceil(x): return ew.ceil_p(x)
-def arctan2(y, x): return ew.arctan2_p(y, x)
-def less(x, y): return ew.lt_p(x, y)
-def less_equal(x, y): return ew.le_p(x, y)
-def greater(x, y): return ew.gt_p(x, y)
-def greater_equal(x, y): return ew.ge_p(x, y)
-def equal(x, y): return ew.eq_p(x, y)
-def not_equal(x, y): return ew.ne_p(x, y)
-def logical_and(x, y): return ew.logical_and_p(x, y)
-def logical_or(x, y): return ew.logical_or_p(x, y)
-def logical_not(x): return ew.logical_not_p(x)
-def log2(x): return ew.div(log(x), math.log(2.0))
-def log10(x): return ew.div(log(x), math.log(10.0))
-def exp2(x): return exp(ew.mul(x, math.log(2.0)))
+def subtract(x, y):
+    """Traced version of numpy.subtract."""
+    return ew.sub(x, y)
+
+
+def multiply(x, y):
+    """Traced version of numpy.multiply."""
+    return ew.mul(x, y)
+
+
+def maximum(x, y):
+    """Traced version of numpy.maximum."""
+    return ew.maximum_p(x, y)
+
+
+def minimum(x, y):
+    """Traced version of numpy.minimum."""
+    return ew.minimum_p(x, y)
+
+
+def negative(x):
+    """Traced version of numpy.negative."""
+    return ew.neg(x)
+
+
+def positive(x):
+    """Traced version of numpy.positive."""
+    return x
+
+
+def true_divide(x, y):
+    """Traced version of numpy.true_divide."""
+    return ew.div(x, y)
+
+
+def exp(x):
+    """Traced version of numpy.exp."""
+    return ew.exp_p(x)
+
+
+def log(x):
+    """Traced version of numpy.log."""
+    return ew.log_p(x)
+
+
+def log1p(x):
+    """Traced version of numpy.log1p."""
+    return ew.log1p_p(x)
+
+
+def expm1(x):
+    """Traced version of numpy.expm1."""
+    return ew.expm1_p(x)
+
+
+def sqrt(x):
+    """Traced version of numpy.sqrt."""
+    return ew.sqrt_p(x)
+
+
+def square(x):
+    """Traced version of numpy.square."""
+    return ew.square_p(x)
+
+
+def reciprocal(x):
+    """Traced version of numpy.reciprocal."""
+    return ew.reciprocal_p(to_float(x))
+
+
+def sin(x):
+    """Traced version of numpy.sin."""
+    return ew.sin_p(x)
+
+
+def cos(x):
+    """Traced version of numpy.cos."""
+    return ew.cos_p(x)
+
+
+def tan(x):
+    """Traced version of numpy.tan."""
+    return ew.tan_p(x)
+
+
+def arcsin(x):
+    """Traced version of numpy.arcsin."""
+    return ew.arcsin_p(x)
+
+
+def arccos(x):
+    """Traced version of numpy.arccos."""
+    return ew.arccos_p(x)
+
+
+def arctan(x):
+    """Traced version of numpy.arctan."""
+    return ew.arctan_p(x)
+
+
+def sinh(x):
+    """Traced version of numpy.sinh."""
+    return ew.sinh_p(x)
+
+
+def cosh(x):
+    """Traced version of numpy.cosh."""
+    return ew.cosh_p(x)
+
+
+def tanh(x):
+    """Traced version of numpy.tanh."""
+    return ew.tanh_p(x)
+
+
+def absolute(x):
+    """Traced version of numpy.absolute."""
+    return ew.abs_p(x)
+
+
+def sign(x):
+    """Traced version of numpy.sign."""
+    return ew.sign_p(x)
+
+
+def floor(x):
+    """Traced version of numpy.floor."""
+    return ew.floor_p(x)
+
+
+def ceil(x):
+    """Traced version of numpy.ceil."""
+    return ew.ceil_p(x)
+
+
+def arctan2(y, x):
+    """Traced version of numpy.arctan2."""
+    return ew.arctan2_p(y, x)
+
+
+def less(x, y):
+    """Traced version of numpy.less."""
+    return ew.lt_p(x, y)
+
+
+def less_equal(x, y):
+    """Traced version of numpy.less_equal."""
+    return ew.le_p(x, y)
+
+
+def greater(x, y):
+    """Traced version of numpy.greater."""
+    return ew.gt_p(x, y)
+
+
+def greater_equal(x, y):
+    """Traced version of numpy.greater_equal."""
+    return ew.ge_p(x, y)
+
+
+def equal(x, y):
+    """Traced version of numpy.equal."""
+    return ew.eq_p(x, y)
+
+
+def not_equal(x, y):
+    """Traced version of numpy.not_equal."""
+    return ew.ne_p(x, y)
+
+
+def logical_and(x, y):
+    """Traced version of numpy.logical_and."""
+    return ew.logical_and_p(x, y)
+
+
+def logical_or(x, y):
+    """Traced version of numpy.logical_or."""
+    return ew.logical_or_p(x, y)
+
+
+def logical_not(x):
+    """Traced version of numpy.logical_not."""
+    return ew.logical_not_p(x)
+
+
+def log2(x):
+    """Traced version of numpy.log2."""
+    return ew.div(log(x), math.log(2.0))
+
+
+def log10(x):
+    """Traced version of numpy.log10."""
+    return ew.div(log(x), math.log(10.0))
+
+
+def exp2(x):
+    """Traced version of numpy.exp2."""
+    return exp(ew.mul(x, math.log(2.0)))
+
+
 def hypot(x, y):
-    """``sqrt(x**2 + y**2)`` computed scaled, as NumPy does: no overflow at 1e200."""
+    """Traced version of numpy.hypot, computed scaled as NumPy does (no overflow at 1e200)."""
     return _scaled_hypot(x, y)
-def stop_gradient(x): return ew.stop_gradient(x)
+
+
+def stop_gradient(x):
+    """The value of ``x``, with a zero derivative: differentiation treats it as a constant.
+
+    Parameters
+    ----------
+    x : array_like or Var
+        The value.
+
+    Returns
+    -------
+    Var or ndarray
+        ``x`` unchanged in value; no tangent or cotangent flows through it.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad, newtonad.numpy as nnp
+    >>> f = lambda x: np.sum(x * nnp.stop_gradient(x))
+    >>> nad.grad(f, engine="numpy")(np.array([1.0, 2.0]))
+    array([1., 2.])
+    """
+    return ew.stop_gradient(x)
 
 
 def power(x, y):
-    """``x ** y``; integer exponents become ``integer_pow`` (exact, defined for x ≤ 0)."""
+    """Traced version of numpy.power.
+
+    Integer exponents become ``integer_pow`` (exact, and defined for x <= 0).
+    """
     if not is_var(y):
         y_arr = np.asarray(y)
         if y_arr.shape == () and float(y_arr) == int(y_arr) and abs(int(y_arr)) <= 64:
@@ -86,6 +278,7 @@ def power(x, y):
 
 
 def logaddexp(x, y):
+    """Traced version of numpy.logaddexp."""
     m = stop_gradient(maximum(x, y))
     return ew.add(m, log(ew.add(exp(ew.sub(x, m)), exp(ew.sub(y, m)))))
 
@@ -93,6 +286,7 @@ def logaddexp(x, y):
 # ---- choosing entry by entry -------------------------------------------------------------
 
 def where(condition, x=None, y=None):
+    """Traced version of numpy.where."""
     if x is None or y is None:
         raise NotImplementedError("np.where(condition) with one argument returns indices whose "
                                   "number depends on values; it cannot be traced. Use "
@@ -108,7 +302,11 @@ _UNSET = object()
 
 
 def clip(a, a_min=_UNSET, a_max=_UNSET, out=None, *, min=_UNSET, max=_UNSET, **kwargs):
-    """NumPy 2's ``clip``: bounds as ``a_min, a_max`` (both) or as ``min=`` / ``max=``."""
+    """Traced version of numpy.clip (NumPy 2's signature).
+
+    The bounds come as ``a_min, a_max`` (both) or as ``min=`` / ``max=``; ``out`` is not
+    supported.
+    """
     check_unsupported("clip", out=out, **kwargs)
     if a_min is _UNSET and a_max is _UNSET:
         a_min, a_max = (None if min is _UNSET else min), (None if max is _UNSET else max)

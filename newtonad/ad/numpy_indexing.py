@@ -101,7 +101,34 @@ def _check_mask_shape(x, key: tuple, j: int) -> None:
 
 @implements_method("getitem")
 def getitem(x, key):
-    """NumPy indexing: basic slicing, None, Ellipsis, integer and boolean arrays."""
+    """``x[key]`` with NumPy's indexing rules, on traced or plain arrays.
+
+    Basic slicing, None, Ellipsis, integer arrays and boolean arrays (known masks only).
+
+    Parameters
+    ----------
+    x : array_like or Var
+        The array indexed.
+    key : int, slice, None, Ellipsis, array_like or tuple of these
+        The index, as in ``x[key]``.
+
+    Returns
+    -------
+    Var or ndarray
+        The selected entries (a Var when ``x`` or ``key`` is traced).
+
+    Raises
+    ------
+    IndexError
+        For a traced boolean mask: it selects a value-dependent number of entries; use
+        ``np.where(mask, x, 0)`` instead.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad.numpy as nnp
+    >>> nnp.getitem(np.arange(6.0).reshape(2, 3), (slice(None), 1))
+    array([1., 4.])
+    """
     if not isinstance(key, tuple):
         key = (key,)
     _check_index_types(key)
@@ -200,6 +227,7 @@ def _advanced(x, adv):
 # ---- gathers along one axis --------------------------------------------------------------
 
 def take(a, indices, axis=None, out=None, mode="raise"):
+    """Traced version of numpy.take."""
     check_unsupported("take", out=out)
     if axis is None:
         a, axis = ravel(a), 0
@@ -217,7 +245,10 @@ def take(a, indices, axis=None, out=None, mode="raise"):
 
 
 def take_along_axis(arr, indices, axis=-1):
-    """NumPy's ``take_along_axis``: one flat gather, the other axes indexed by constants."""
+    """Traced version of numpy.take_along_axis.
+
+    One flat gather, the other axes indexed by constants.
+    """
     if axis is None:
         return take_along_axis(ravel(arr), indices, 0)
     shape, ishape = shape_of(arr), shape_of(indices)
@@ -241,6 +272,7 @@ def take_along_axis(arr, indices, axis=-1):
 # ---- splitting ---------------------------------------------------------------------------
 
 def array_split(ary, indices_or_sections, axis=0):
+    """Traced version of numpy.array_split."""
     ary = asvar_or_array(ary)
     axis = normalize_axis(axis, ndim_of(ary))
     n = shape_of(ary)[axis]
@@ -258,6 +290,7 @@ def array_split(ary, indices_or_sections, axis=0):
 
 
 def split(ary, indices_or_sections, axis=0):
+    """Traced version of numpy.split."""
     if np.ndim(indices_or_sections) == 0:
         n = shape_of(ary)[normalize_axis(axis, ndim_of(ary))]
         if n % int(indices_or_sections):
@@ -266,18 +299,21 @@ def split(ary, indices_or_sections, axis=0):
 
 
 def hsplit(ary, indices_or_sections):
+    """Traced version of numpy.hsplit."""
     if ndim_of(ary) == 0:
         raise ValueError("hsplit only works on arrays of 1 or more dimensions")
     return split(ary, indices_or_sections, 1 if ndim_of(ary) > 1 else 0)
 
 
 def vsplit(ary, indices_or_sections):
+    """Traced version of numpy.vsplit."""
     if ndim_of(ary) < 2:
         raise ValueError("vsplit only works on arrays of 2 or more dimensions")
     return split(ary, indices_or_sections, 0)
 
 
 def dsplit(ary, indices_or_sections):
+    """Traced version of numpy.dsplit."""
     if ndim_of(ary) < 3:
         raise ValueError("dsplit only works on arrays of 3 or more dimensions")
     return split(ary, indices_or_sections, 2)

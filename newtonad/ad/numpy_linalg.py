@@ -119,22 +119,29 @@ def solve(a, b):
 
 
 def inv(a):
+    """Traced version of numpy.linalg.inv."""
     a, shape = _matrices(a, "inv", square=True)
     return dec.solve(a, dec.eye(shape[-1], shape[:-2], a))
 
 
 def slogdet(a):
+    """Traced version of numpy.linalg.slogdet."""
     a, _ = _matrices(a, "slogdet", square=True)
     return SlogdetResult(dec.det_sign(a), dec.logabsdet(a))
 
 
 def det(a):
+    """Traced version of numpy.linalg.det."""
     sign, logabs = slogdet(a)
     return ew.mul(sign, ew.exp(logabs))
 
 
 def cholesky(a, /, *, upper=False):
-    """Lower factor reading the lower triangle; ``upper=True``: ``U`` reading the upper one."""
+    """Traced version of numpy.linalg.cholesky.
+
+    The lower factor, reading the lower triangle; ``upper=True``: ``U``, reading the
+    upper one.
+    """
     a, shape = _matrices(a, "cholesky", square=True)
     if upper:
         nb = len(shape) - 2
@@ -149,8 +156,11 @@ def _uplo(UPLO: str) -> str:
 
 
 def eigh(a, UPLO="L"):
-    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix; distinct eigenvalues
-    for derivatives of the eigenvectors (repeated ones give inf / NaN)."""
+    """Traced version of numpy.linalg.eigh.
+
+    Eigenvalues (ascending) and eigenvectors of a symmetric matrix. Derivatives of the
+    eigenvectors need distinct eigenvalues (repeated ones give inf / NaN).
+    """
     a, shape = _matrices(a, "eigh", square=True)
     packed = dec.eigh(a, _uplo(UPLO))
     nb, n = len(shape) - 2, shape[-1]
@@ -159,11 +169,15 @@ def eigh(a, UPLO="L"):
 
 
 def eigvalsh(a, UPLO="L"):
+    """Traced version of numpy.linalg.eigvalsh."""
     return eigh(a, UPLO).eigenvalues
 
 
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
-    """Thin SVD ``U, S, Vh`` (square matrices also with ``full_matrices=True``)."""
+    """Traced version of numpy.linalg.svd.
+
+    The thin SVD ``U, S, Vh`` (square matrices also with ``full_matrices=True``).
+    """
     a, shape = _matrices(a, "svd")
     _reject("np.linalg.svd", hermitian=(hermitian, False))
     if not compute_uv:
@@ -182,12 +196,16 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
 
 
 def svdvals(x, /):
+    """Traced version of numpy.linalg.svdvals."""
     x, _ = _matrices(x, "svdvals")
     return dec.svdvals(x)
 
 
 def qr(a, mode="reduced"):
-    """Reduced QR (``mode='r'``: R only); derivatives need m >= n and full column rank."""
+    """Traced version of numpy.linalg.qr.
+
+    Reduced QR (``mode='r'``: R only); derivatives need m >= n and full column rank.
+    """
     a, shape = _matrices(a, "qr")
     m, n = shape[-2:]
     if mode == "complete" and m > n:
@@ -209,6 +227,7 @@ _UNSET = object()
 
 
 def pinv(a, rcond=None, hermitian=False, *, rtol=_UNSET):
+    """Traced version of numpy.linalg.pinv."""
     a, _ = _matrices(a, "pinv")
     options: dict[str, Any] = {}
     for name, value in (("rcond", rcond), ("rtol", rtol)):
@@ -224,6 +243,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_UNSET):
 
 
 def matrix_power(a, n):
+    """Traced version of numpy.linalg.matrix_power."""
     a, shape = _matrices(a, "matrix_power", square=True)
     try:
         n = operator.index(n)
@@ -244,7 +264,10 @@ def matrix_power(a, n):
 
 
 def multi_dot(arrays, *, out=None):
-    """``A @ B @ ...`` in the cheapest order (NumPy's dynamic programme over the shapes)."""
+    """Traced version of numpy.linalg.multi_dot.
+
+    ``A @ B @ ...`` in the cheapest order (NumPy's dynamic programme over the shapes).
+    """
     _reject("np.linalg.multi_dot", out=(out, None))
     arrays = [npa.asvar_or_array(x) for x in arrays]
     if len(arrays) < 2:
@@ -291,10 +314,12 @@ def _chain(arrays, split, i: int, j: int):
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    """Traced version of numpy.linalg.matrix_norm."""
     return npa.norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """Traced version of numpy.linalg.vector_norm."""
     x = npa.asvar_or_array(x)
     if axis is None:  # every axis, as one vector
         out = npa.norm(npa.ravel(x), ord=ord, axis=0)
@@ -314,10 +339,12 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
 
 
 def linalg_diagonal(x, /, *, offset=0):
+    """Traced version of numpy.linalg.diagonal."""
     return npa.diagonal(x, offset, -2, -1)
 
 
 def linalg_trace(x, /, *, offset=0, dtype=None):
+    """Traced version of numpy.linalg.trace."""
     return npa.trace(x, offset, -2, -1, dtype=dtype)
 
 
@@ -350,16 +377,21 @@ def _triangle(m, k: int, lower: bool):
 
 
 def tril(m, k=0):
+    """Traced version of numpy.tril."""
     return _triangle(m, operator.index(k), lower=True)
 
 
 def triu(m, k=0):
+    """Traced version of numpy.triu."""
     return _triangle(m, operator.index(k), lower=False)
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    """``np.cross`` of 3-vectors (2-vectors are taken with a zero third component; two
-    2-vectors give the scalar third component, as NumPy)."""
+    """Traced version of numpy.cross and numpy.linalg.cross.
+
+    3-vectors; 2-vectors are taken with a zero third component (two 2-vectors give the
+    scalar third component, as in NumPy).
+    """
     if axis is not None:
         axisa = axisb = axisc = axis
     a = npa.moveaxis(npa.asvar_or_array(a), axisa, -1)

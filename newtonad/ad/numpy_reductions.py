@@ -65,6 +65,7 @@ def _count(a, axis, keepdims, mask):
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Traced version of numpy.sum."""
     check_unsupported("sum", out=out)
     a = cast_to(a, dtype)
     out_ = _reduce(rd.reduce_sum, _fill_masked(a, _where_mask(a, where), 0.0), axis, keepdims)
@@ -72,6 +73,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Traced version of numpy.prod."""
     check_unsupported("prod", out=out)
     a = cast_to(a, dtype)
     out_ = _reduce(rd.reduce_prod, _fill_masked(a, _where_mask(a, where), 1.0), axis, keepdims)
@@ -92,14 +94,17 @@ def _extremum(name, prim_fn, pick, a, axis, out, keepdims, initial, where):
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """Traced version of numpy.max."""
     return _extremum("max", rd.reduce_max, maximum, a, axis, out, keepdims, initial, where)
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """Traced version of numpy.min."""
     return _extremum("min", rd.reduce_min, minimum, a, axis, out, keepdims, initial, where)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """Traced version of numpy.mean."""
     check_unsupported("mean", out=out)
     a = to_float(cast_to(a, dtype))
     mask = _where_mask(a, where)
@@ -109,6 +114,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
+    """Traced version of numpy.var."""
     check_unsupported("var", out=out)
     if correction is not None:
         if ddof != 0:
@@ -126,6 +132,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
+    """Traced version of numpy.std."""
     v = var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction)
     if where is None and mean is None and reduced_size(a, axis) == 1:
         # one entry per slice: the variance is identically 0 (or NaN for ddof >= 1), and so is
@@ -147,6 +154,7 @@ def logsumexp(a, axis=None, keepdims=False):
 # ---- scans and differences ---------------------------------------------------------------
 
 def cumsum(a, axis=None, dtype=None, out=None):
+    """Traced version of numpy.cumsum."""
     check_unsupported("cumsum", out=out)
     a = cast_to(a, dtype)
     if axis is None:
@@ -155,7 +163,10 @@ def cumsum(a, axis=None, dtype=None, out=None):
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
-    """Running product; its derivative is exact where entries are zero (a linear scan)."""
+    """Traced version of numpy.cumprod.
+
+    Its derivative is exact where entries are zero (a linear scan).
+    """
     check_unsupported("cumprod", out=out)
     a = cast_to(a, dtype)
     if axis is None:
@@ -167,6 +178,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
+    """Traced version of numpy.diff."""
     if n < 0:
         raise ValueError(f"order must be non-negative but got {n!r}")
     axis = normalize_axis(axis, ndim_of(a))
@@ -197,6 +209,7 @@ def _not_nan(a):
 
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Traced version of numpy.nansum."""
     a = asvar_or_array(a)
     if np.dtype(a.dtype).kind == "f":
         a = ew.select(_not_nan(a), a, 0.0)
@@ -204,6 +217,7 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, whe
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """Traced version of numpy.nanmean."""
     a = asvar_or_array(a)
     keep = _not_nan(a)
     if where is not None:

@@ -27,6 +27,7 @@ from .var import Var, const_var
 # ---- axes and shapes ---------------------------------------------------------------------
 
 def reshape(a, newshape=None, order="C", *, shape=None, copy=None):
+    """Traced version of numpy.reshape."""
     # copy= changes memory only; traced values are immutable, so any value is exact
     if order != "C":
         raise NotImplementedError("only order='C' reshapes are supported")
@@ -43,16 +44,19 @@ def reshape(a, newshape=None, order="C", *, shape=None, copy=None):
 
 
 def ravel(a, order="C"):
+    """Traced version of numpy.ravel."""
     return reshape(a, (-1,), order)
 
 
 def transpose(a, axes=None):
+    """Traced version of numpy.transpose."""
     n = ndim_of(a)
     axes = tuple(reversed(range(n))) if axes is None else tuple(normalize_axis(i, n) for i in axes)
     return st.transpose(a, axes)
 
 
 def swapaxes(a, axis1, axis2):
+    """Traced version of numpy.swapaxes."""
     n = ndim_of(a)
     perm = list(range(n))
     i, j = normalize_axis(axis1, n), normalize_axis(axis2, n)
@@ -61,6 +65,7 @@ def swapaxes(a, axis1, axis2):
 
 
 def moveaxis(a, source, destination):
+    """Traced version of numpy.moveaxis."""
     n = ndim_of(a)
     src = [normalize_axis(s, n) for s in np.atleast_1d(source)]
     dst = [normalize_axis(d, n) for d in np.atleast_1d(destination)]
@@ -84,6 +89,7 @@ def rollaxis(a, axis, start=0):
 
 
 def expand_dims(a, axis):
+    """Traced version of numpy.expand_dims."""
     shape = list(shape_of(a))
     axes = sorted(normalize_axis(i, len(shape) + len(np.atleast_1d(axis)))
                   for i in np.atleast_1d(axis))
@@ -93,6 +99,7 @@ def expand_dims(a, axis):
 
 
 def squeeze(a, axis=None):
+    """Traced version of numpy.squeeze."""
     shape = shape_of(a)
     axes = tuple(i for i, n in enumerate(shape) if n == 1) if axis is None else normalize_axes(axis, len(shape))
     for i in axes:
@@ -102,14 +109,17 @@ def squeeze(a, axis=None):
 
 
 def broadcast_to(array, shape, subok=False):
+    """Traced version of numpy.broadcast_to."""
     return st.broadcast_to(array, tuple(np.atleast_1d(shape).tolist()) if not isinstance(shape, tuple) else shape)
 
 
 def atleast_1d(*arys):
+    """Traced version of numpy.atleast_1d."""
     return one_or_tuple([reshape(a, (1,)) if ndim_of(a) == 0 else asvar_or_array(a) for a in arys])
 
 
 def atleast_2d(*arys):
+    """Traced version of numpy.atleast_2d."""
     out = []
     for a in arys:
         a = asvar_or_array(a)
@@ -118,6 +128,7 @@ def atleast_2d(*arys):
 
 
 def atleast_3d(*arys):
+    """Traced version of numpy.atleast_3d."""
     out = []
     for a in arys:
         a = asvar_or_array(a)
@@ -138,6 +149,7 @@ def _joined(arrays, dtype, casting):
 
 
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    """Traced version of numpy.concatenate."""
     check_unsupported("concatenate", out=out)
     arrays = _joined(arrays, dtype, casting)
     if axis is None:
@@ -146,6 +158,7 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
 
 
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    """Traced version of numpy.stack."""
     check_unsupported("stack", out=out)
     arrays = _joined(arrays, dtype, casting)
     axis = normalize_axis(axis, ndim_of(arrays[0]) + 1)
@@ -153,22 +166,26 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
 
 
 def hstack(tup, *, dtype=None, casting="same_kind"):
+    """Traced version of numpy.hstack."""
     arrays = [atleast_1d(asvar_or_array(a)) for a in tup]
     return concatenate(arrays, 0 if ndim_of(arrays[0]) == 1 else 1, dtype=dtype, casting=casting)
 
 
 def vstack(tup, *, dtype=None, casting="same_kind"):
+    """Traced version of numpy.vstack."""
     return concatenate([atleast_2d(asvar_or_array(a)) for a in tup], 0, dtype=dtype,
                        casting=casting)
 
 
 def column_stack(tup):
+    """Traced version of numpy.column_stack."""
     arrays = [array(a) for a in tup]
     arrays = [st.reshape(a, (size_of(a), 1)) if ndim_of(a) < 2 else a for a in arrays]
     return concatenate(arrays, 1)
 
 
 def append(arr, values, axis=None):
+    """Traced version of numpy.append."""
     arr, values = array(arr), array(values)
     if axis is None:
         arr = ravel(arr) if ndim_of(arr) != 1 else arr
@@ -179,6 +196,7 @@ def append(arr, values, axis=None):
 # ---- flips, rolls, repeats and padding ---------------------------------------------------
 
 def flip(m, axis=None):
+    """Traced version of numpy.flip."""
     n = ndim_of(m)
     axes = normalize_axes(axis, n)
     slices = [(n_ - 1, None, -1) if i in axes else (0, n_, 1) for i, n_ in enumerate(shape_of(m))]
@@ -186,18 +204,21 @@ def flip(m, axis=None):
 
 
 def flipud(m):
+    """Traced version of numpy.flipud."""
     if ndim_of(m) < 1:
         raise ValueError("Input must be >= 1-d.")
     return flip(m, 0)
 
 
 def fliplr(m):
+    """Traced version of numpy.fliplr."""
     if ndim_of(m) < 2:
         raise ValueError("Input must be >= 2-d.")
     return flip(m, 1)
 
 
 def rot90(m, k=1, axes=(0, 1)):
+    """Traced version of numpy.rot90."""
     axes = tuple(axes)
     ndim = ndim_of(m)
     if len(axes) != 2:
@@ -219,6 +240,7 @@ def rot90(m, k=1, axes=(0, 1)):
 
 
 def roll(a, shift, axis=None):
+    """Traced version of numpy.roll."""
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), shape_of(a))
     if isinstance(axis, (tuple, list)):
@@ -235,6 +257,7 @@ def roll(a, shift, axis=None):
 
 
 def tile(A, reps):
+    """Traced version of numpy.tile."""
     reps = tuple(np.atleast_1d(reps).tolist())
     shape = shape_of(A)
     d = builtins.max(len(shape), len(reps))
@@ -246,6 +269,7 @@ def tile(A, reps):
 
 
 def repeat(a, repeats, axis=None):
+    """Traced version of numpy.repeat."""
     if np.ndim(repeats) != 0:
         raise NotImplementedError("newtonad's np.repeat supports one repeat count for all elements")
     r = int(repeats)
@@ -259,6 +283,7 @@ def repeat(a, repeats, axis=None):
 
 
 def pad(array, pad_width, mode="constant", **kwargs):
+    """Traced version of numpy.pad."""
     shape = shape_of(array)
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (len(shape), 2))
     if mode == "constant":
@@ -288,14 +313,17 @@ def pad(array, pad_width, mode="constant", **kwargs):
 # ---- arrays from values ------------------------------------------------------------------
 
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """Traced version of numpy.zeros_like."""
     return full_like(a, 0.0, dtype, order, subok, shape, device=device)
 
 
 def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """Traced version of numpy.ones_like."""
     return full_like(a, 1.0, dtype, order, subok, shape, device=device)
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """Traced version of numpy.full_like."""
     # order= and subok= change memory layout and subclass only, not values
     if device not in (None, "cpu"):
         raise ValueError(f"Device not understood. Only \"cpu\" is allowed, but received: {device}")
@@ -306,6 +334,7 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
 
 
 def copy(a, order="K", subok=False):
+    """Traced version of numpy.copy."""
     return a  # traced values are immutable: a copy is the value itself
 
 
@@ -337,8 +366,11 @@ def _contains_var(obj) -> bool:
 
 
 def array(obj, dtype=None, *, ndmin=0, **kwargs):
-    """``np.array`` that also accepts (nested) lists of traced values, by stacking them,
-    and the object arrays NumPy's own ``np.array`` makes of them, by folding them."""
+    """Traced version of numpy.array and numpy.asarray.
+
+    It also accepts (nested) lists of traced values, by stacking them, and the object
+    arrays NumPy's own ``np.array`` makes of them, by folding them.
+    """
     if isinstance(obj, np.ndarray) and obj.dtype == object:
         folded = fold_objects(obj)
         obj = obj if folded is None else folded

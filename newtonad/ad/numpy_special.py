@@ -324,12 +324,66 @@ def multivariate_normal_pdf(x, mean=None, cov=1, allow_singular=False):
 
 # ---- NumPy elementwise functions -------------------------------------------------------------
 
-def deg2rad(x): return ew.mul(_float(x), math.pi / 180.0)
-def rad2deg(x): return ew.mul(_float(x), 180.0 / math.pi)
+def deg2rad(x):
+    """Traced version of numpy.deg2rad."""
+    return ew.mul(_float(x), math.pi / 180.0)
+
+
+def rad2deg(x):
+    """Traced version of numpy.rad2deg."""
+    return ew.mul(_float(x), 180.0 / math.pi)
+
+
+def arcsinh(x):
+    """Traced version of numpy.arcsinh."""
+    return sp.arcsinh(x)
+
+
+def arccosh(x):
+    """Traced version of numpy.arccosh."""
+    return sp.arccosh(x)
+
+
+def arctanh(x):
+    """Traced version of numpy.arctanh."""
+    return sp.arctanh(x)
+
+
+def cbrt(x):
+    """Traced version of numpy.cbrt."""
+    return sp.cbrt(x)
+
+
+def rint(x):
+    """Traced version of numpy.rint."""
+    return sp.rint(x)
+
+
+def trunc(x):
+    """Traced version of numpy.trunc."""
+    return sp.trunc(x)
+
+
+def floor_divide(x, y):
+    """Traced version of numpy.floor_divide."""
+    return sp.floor_divide(x, y)
+
+
+def remainder(x, y):
+    """Traced version of numpy.remainder."""
+    return sp.remainder(x, y)
+
+
+def fmod(x, y):
+    """Traced version of numpy.fmod."""
+    return sp.fmod(x, y)
 
 
 def logaddexp2(x, y):
-    """``log2(2**x + 2**y)`` with the larger argument factored out (constant)."""
+    """Traced version of numpy.logaddexp2.
+
+    ``log2(2**x + 2**y)`` with the larger argument factored out (as a constant).
+    """
     m = npa.stop_gradient(npa.maximum(x, y))
     m = npa.where(_isfinite(m), m, 0.0)
     return ew.add(m, npa.log2(ew.add(npa.exp2(ew.sub(x, m)), npa.exp2(ew.sub(y, m)))))

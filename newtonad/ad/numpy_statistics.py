@@ -45,12 +45,14 @@ def _sort_kind(kind, stable) -> str | None:
 
 
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """Traced version of numpy.sort."""
     check_unsupported("sort", order=order)
     a, axis = _sort_axis(asvar_or_array(a), axis)
     return take_along_axis(a, srt.argsort(a, axis=axis, kind="stable"), axis)
 
 
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """Traced version of numpy.argsort."""
     check_unsupported("argsort", order=order)
     a, axis = _sort_axis(asvar_or_array(a), axis)
     return srt.argsort(a, axis=axis, kind=_sort_kind(kind, stable))
@@ -63,6 +65,7 @@ def _kth(kth) -> tuple[int, ...]:
 
 
 def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    """Traced version of numpy.argpartition."""
     check_unsupported("argpartition", order=order)
     a, axis = _sort_axis(asvar_or_array(a), axis)
     return srt.argpartition(a, kth=_kth(kth), axis=axis)
@@ -88,10 +91,12 @@ def _arg_extremum(prim_fn, a, axis, out, keepdims):
 
 
 def argmax(a, axis=None, out=None, *, keepdims=False):
+    """Traced version of numpy.argmax."""
     return _arg_extremum(srt.argmax, a, axis, out, keepdims)
 
 
 def argmin(a, axis=None, out=None, *, keepdims=False):
+    """Traced version of numpy.argmin."""
     return _arg_extremum(srt.argmin, a, axis, out, keepdims)
 
 
@@ -115,6 +120,7 @@ def _nan_if_any_nan(result, sorted_last):
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """Traced version of numpy.median."""
     check_unsupported("median", out=out)
     merged, kept = _axes_last(to_float(asvar_or_array(a)), axis)
     n = shape_of(merged)[-1]
@@ -141,7 +147,10 @@ _QUANTILE_METHODS = ("linear",)
 
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
              keepdims=False, *, weights=None, interpolation=None):
-    """NumPy's default (``method='linear'``) quantiles, the same interpolation formula."""
+    """Traced version of numpy.quantile.
+
+    NumPy's default ``method='linear'`` only, with the same interpolation formula.
+    """
     check_unsupported("quantile", out=out, weights=weights, interpolation=interpolation)
     if method not in _QUANTILE_METHODS:
         raise NotImplementedError(f"np.quantile method={method!r} is not supported; newtonad "
@@ -173,6 +182,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False, *, weights=None, interpolation=None):
+    """Traced version of numpy.percentile."""
     if is_var(q):
         raise NotImplementedError("np.percentile with traced q is not supported; q must be known")
     q = np.true_divide(q, 100)
@@ -185,6 +195,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 # ---- weighted averages -------------------------------------------------------------------
 
 def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """Traced version of numpy.average."""
     a = to_float(asvar_or_array(a))
     if weights is None:
         avg = mean(a, axis, keepdims=keepdims)
@@ -307,11 +318,13 @@ def _shift_amounts(x, axes, sign):
 
 
 def fftshift(x, axes=None):
+    """Traced version of numpy.fft.fftshift."""
     shift, axes = _shift_amounts(asvar_or_array(x), axes, 1)
     return roll(x, shift, axes)
 
 
 def ifftshift(x, axes=None):
+    """Traced version of numpy.fft.ifftshift."""
     shift, axes = _shift_amounts(asvar_or_array(x), axes, -1)
     return roll(x, shift, axes)
 
