@@ -250,7 +250,7 @@ def stop_gradient(x):
     --------
     >>> import numpy as np, newtonad as nad, newtonad.numpy as nnp
     >>> f = lambda x: np.sum(x * nnp.stop_gradient(x))
-    >>> nad.grad(f, engine="numpy")(np.array([1.0, 2.0]))
+    >>> nad.grad(f)(np.array([1.0, 2.0]))
     array([1., 2.])
     """
     return ew.stop_gradient(x)

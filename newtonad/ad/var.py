@@ -53,7 +53,23 @@ class Primitive(Protocol):
 
 
 class TracerBoolError(TypeError):
-    """Raised when traced code asks for the concrete value of a tracer."""
+    """Raised when traced code asks for the concrete value of a tracer.
+
+    ``bool(x)``, ``float(x)``, ``x.item()`` and ``if x > 0:`` need a value that a
+    tracer does not have: newtonad traces a function once for every input of a shape.
+    Write value-dependent branches with ``np.where(condition, a, b)``.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> def f(x):
+    ...     return x[0] if x[0] > 0 else -x[0]
+    >>> try:
+    ...     nad.grad(f)(np.array([1.0]))
+    ... except nad.TracerBoolError:
+    ...     print("use np.where")
+    use np.where
+    """
 
 
 class Op:
@@ -79,13 +95,44 @@ class Op:
 
 
 class Var:
-    """A node of the expression graph; see the module docstring.
+    """A traced array: a node of the expression graph (see the module docstring).
+
+    Users make eager leaves, ``Var(value)``; NumPy code on them records the graph and
+    computes values as it goes, and :meth:`backward` pulls gradients into ``.grad``.
+    Inside ``newtonad.grad`` and the other transforms, the traced arguments are Vars
+    without values (tracers). A Var supports NumPy's operators, ufuncs, the functions of
+    :mod:`newtonad.numpy` and the array methods below.
 
     Parameters
     ----------
-    value : array_like
+    value : array_like, optional
         The concrete value of a new eager leaf, e.g. ``Var(np.array([0.5, 2.0]))``.
-        Integer values are converted to float64.
+        Integer values are converted to float64 (unless ``const``).
+    aval : Slot, optional
+        The abstract value (shape and dtype); internal: given by tracers and steps,
+        taken from ``value`` when omitted.
+    creator : Op, optional
+        The Op that made this Var (internal); ``None`` for leaves.
+    const : bool, optional
+        A constant, not differentiated (internal).
+    captured : bool, optional
+        A value ``f`` read outside its arguments, lifted to a program input (internal).
+
+    Attributes
+    ----------
+    value : ndarray or None
+        The concrete value; ``None`` for a tracer.
+    grad : ndarray or None
+        The gradient accumulated by :meth:`backward`.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> x = nad.Var(np.array([1.0, 2.0]))
+    >>> y = np.sum(x ** 2)
+    >>> y.backward()
+    >>> x.grad
+    array([2., 4.])
     """
 
     __slots__ = ("aval", "value", "creator", "grad", "const", "captured", "id", "__weakref__")
@@ -109,18 +156,22 @@ class Var:
     # ---- abstract value ----------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
+        """Traced version of numpy.ndarray.shape (known while tracing)."""
         return self.aval.shape
 
     @property
     def dtype(self) -> np.dtype:
+        """Traced version of numpy.ndarray.dtype (known while tracing)."""
         return np.dtype(self.aval.dtype)
 
     @property
     def ndim(self) -> int:
+        """Traced version of numpy.ndarray.ndim (known while tracing)."""
         return len(self.aval.shape)
 
     @property
     def size(self) -> int:
+        """Traced version of numpy.ndarray.size (known while tracing)."""
         return self.aval.size
 
     def __len__(self) -> int:
@@ -152,9 +203,11 @@ class Var:
         return int(self._concrete("using an array as an index").__index__())
 
     def item(self) -> Any:
+        """Traced version of numpy.ndarray.item: eager Vars only (a tracer has no value)."""
         return self._concrete("x.item()").item()
 
     def tolist(self) -> Any:
+        """Traced version of numpy.ndarray.tolist: eager Vars only (a tracer has no value)."""
         return self._concrete("x.tolist()").tolist()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -262,61 +315,137 @@ class Var:
     # ---- array methods: NumPy's functions of the same name -------------------------
     @property
     def T(self) -> Any:
+        """Traced version of numpy.ndarray.T."""
         return FUNCTIONS[np.transpose](self)
 
     @property
     def mT(self) -> Any:
+        """Traced version of numpy.ndarray.mT."""
         return FUNCTIONS[np.swapaxes](self, -1, -2)
 
     @property
     def real(self) -> Var:
-        return self  # real values
+        """Traced version of numpy.ndarray.real: the Var itself (values are real)."""
+        return self
 
     def conjugate(self) -> Var:
+        """Traced version of numpy.ndarray.conjugate: the Var itself (values are real)."""
         return self
 
     conj = conjugate
 
     def copy(self) -> Var:
+        """Traced version of numpy.ndarray.copy: the Var itself (Vars are immutable)."""
         return self
 
     # Methods whose parameters come in the order of their np.* function: forwarded whole.
-    def sum(self, *args, **kwargs): return FUNCTIONS[np.sum](self, *args, **kwargs)
-    def mean(self, *args, **kwargs): return FUNCTIONS[np.mean](self, *args, **kwargs)
-    def prod(self, *args, **kwargs): return FUNCTIONS[np.prod](self, *args, **kwargs)
-    def max(self, *args, **kwargs): return FUNCTIONS[np.max](self, *args, **kwargs)
-    def min(self, *args, **kwargs): return FUNCTIONS[np.min](self, *args, **kwargs)
-    def var(self, *args, **kwargs): return FUNCTIONS[np.var](self, *args, **kwargs)
-    def std(self, *args, **kwargs): return FUNCTIONS[np.std](self, *args, **kwargs)
-    def cumsum(self, *args, **kwargs): return FUNCTIONS[np.cumsum](self, *args, **kwargs)
-    def cumprod(self, *args, **kwargs): return FUNCTIONS[np.cumprod](self, *args, **kwargs)
-    def argsort(self, *args, **kwargs): return FUNCTIONS[np.argsort](self, *args, **kwargs)
-    def argmax(self, *args, **kwargs): return FUNCTIONS[np.argmax](self, *args, **kwargs)
-    def argmin(self, *args, **kwargs): return FUNCTIONS[np.argmin](self, *args, **kwargs)
-    def argpartition(self, *args, **kwargs):
+    def sum(self, *args: Any, **kwargs: Any) -> Any:
+        """Traced version of numpy.ndarray.sum."""
+        return FUNCTIONS[np.sum](self, *args, **kwargs)
+
+    def mean(self, *args: Any, **kwargs: Any) -> Any:
+        """Traced version of numpy.ndarray.mean."""
+        return FUNCTIONS[np.mean](self, *args, **kwargs)
+
+    def prod(self, *args: Any, **kwargs: Any) -> Any:
+        """Traced version of numpy.ndarray.prod."""
+        return FUNCTIONS[np.prod](self, *args, **kwargs)
+
+    def max(self, *args: Any, **kwargs: Any) -> Any:
+        """Traced version of numpy.ndarray.max."""
+        return FUNCTIONS[np.max](self, *args, **kwargs)
+
+    def min(self, *args: Any, **kwargs: Any) -> Any:
+        """Traced version of numpy.ndarray.min."""
+        return FUNCTIONS[np.min](self, *args, **kwargs)
+
+    def var(self, *args: Any, **kwargs: Any) -> Any:
+        """Traced version of numpy.ndarray.var."""
+        return FUNCTIONS[np.var](self, *args, **kwargs)
+
+    def std(self, *args: Any, **kwargs: Any) -> Any:
+        """Traced version of numpy.ndarray.std."""
+        return FUNCTIONS[np.std](self, *args, **kwargs)
+
+    def cumsum(self, *args: Any, **kwargs: Any) -> Any:
+        """Traced version of numpy.ndarray.cumsum."""
+        return FUNCTIONS[np.cumsum](self, *args, **kwargs)
+
+    def cumprod(self, *args: Any, **kwargs: Any) -> Any:
+        """Traced version of numpy.ndarray.cumprod."""
+        return FUNCTIONS[np.cumprod](self, *args, **kwargs)
+
+    def argsort(self, *args: Any, **kwargs: Any) -> Any:
+        """Traced version of numpy.ndarray.argsort."""
+        return FUNCTIONS[np.argsort](self, *args, **kwargs)
+
+    def argmax(self, *args: Any, **kwargs: Any) -> Any:
+        """Traced version of numpy.ndarray.argmax."""
+        return FUNCTIONS[np.argmax](self, *args, **kwargs)
+
+    def argmin(self, *args: Any, **kwargs: Any) -> Any:
+        """Traced version of numpy.ndarray.argmin."""
+        return FUNCTIONS[np.argmin](self, *args, **kwargs)
+
+    def argpartition(self, *args: Any, **kwargs: Any) -> Any:
+        """Traced version of numpy.ndarray.argpartition."""
         return FUNCTIONS[np.argpartition](self, *args, **kwargs)
-    def round(self, *args, **kwargs): return FUNCTIONS[np.round](self, *args, **kwargs)
-    def dot(self, other): return FUNCTIONS[np.dot](self, other)
-    def swapaxes(self, a, b): return FUNCTIONS[np.swapaxes](self, a, b)
-    def squeeze(self, axis=None): return FUNCTIONS[np.squeeze](self, axis)
-    def clip(self, min=None, max=None): return FUNCTIONS[np.clip](self, min, max)
-    def repeat(self, repeats, axis=None): return FUNCTIONS[np.repeat](self, repeats, axis)
-    def take(self, indices, axis=None): return FUNCTIONS[np.take](self, indices, axis)
-    def ravel(self, order="C"): return FUNCTIONS[np.ravel](self, order)
-    def flatten(self, order="C"): return FUNCTIONS[np.ravel](self, order)
-    def astype(self, dtype, **kwargs): return METHODS["astype"](self, dtype)
+
+    def round(self, *args: Any, **kwargs: Any) -> Any:
+        """Traced version of numpy.ndarray.round."""
+        return FUNCTIONS[np.round](self, *args, **kwargs)
+
+    def dot(self, other):
+        """Traced version of numpy.ndarray.dot."""
+        return FUNCTIONS[np.dot](self, other)
+
+    def swapaxes(self, a, b):
+        """Traced version of numpy.ndarray.swapaxes."""
+        return FUNCTIONS[np.swapaxes](self, a, b)
+
+    def squeeze(self, axis=None):
+        """Traced version of numpy.ndarray.squeeze."""
+        return FUNCTIONS[np.squeeze](self, axis)
+
+    def clip(self, min=None, max=None):
+        """Traced version of numpy.ndarray.clip."""
+        return FUNCTIONS[np.clip](self, min, max)
+
+    def repeat(self, repeats, axis=None):
+        """Traced version of numpy.ndarray.repeat."""
+        return FUNCTIONS[np.repeat](self, repeats, axis)
+
+    def take(self, indices, axis=None):
+        """Traced version of numpy.ndarray.take."""
+        return FUNCTIONS[np.take](self, indices, axis)
+
+    def ravel(self, order="C"):
+        """Traced version of numpy.ndarray.ravel."""
+        return FUNCTIONS[np.ravel](self, order)
+
+    def flatten(self, order="C"):
+        """Traced version of numpy.ndarray.flatten."""
+        return FUNCTIONS[np.ravel](self, order)
 
     def diagonal(self, offset=0, axis1=0, axis2=1):
+        """Traced version of numpy.ndarray.diagonal."""
         return FUNCTIONS[np.diagonal](self, offset, axis1, axis2)
 
     def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        """Traced version of numpy.ndarray.trace."""
         return FUNCTIONS[np.trace](self, offset, axis1, axis2, dtype, out)
 
+    def astype(self, dtype, **kwargs):
+        """Traced version of numpy.ndarray.astype (other keywords are accepted and ignored)."""
+        return METHODS["astype"](self, dtype)
+
     def reshape(self, *shape, order="C"):
+        """Traced version of numpy.ndarray.reshape."""
         one = len(shape) == 1 and not isinstance(shape[0], int)
         return FUNCTIONS[np.reshape](self, shape[0] if one else shape, order)
 
     def transpose(self, *axes):
+        """Traced version of numpy.ndarray.transpose."""
         one = len(axes) == 1 and not isinstance(axes[0], int)
         return FUNCTIONS[np.transpose](self, None if not axes else (axes[0] if one else axes))
 
@@ -324,6 +453,9 @@ class Var:
         def refuse(self, *args, **kwargs):
             raise TypeError(f"x.{name}() {name}s in place, which cannot be traced; use "
                             f"y = np.{name}(x, ...) instead")
+        refuse.__name__ = refuse.__qualname__ = name
+        refuse.__doc__ = (f"Traced version of numpy.ndarray.{name}: refused, it works in place.\n\n"
+                          f"Raises TypeError; use ``y = np.{name}(x, ...)`` instead.\n")
         return refuse
 
     sort = _in_place("sort")
@@ -331,6 +463,10 @@ class Var:
     del _in_place
 
     def nonzero(self):
+        """Traced version of numpy.ndarray.nonzero: refused, the result's size depends on values.
+
+        Raises TypeError; use ``np.where(condition, a, b)`` or a constant mask instead.
+        """
         raise TypeError("x.nonzero() returns indices whose number depends on the values; it "
                         "cannot be traced. Use np.where(condition, a, b) or a constant mask")
 
@@ -340,8 +476,28 @@ class Var:
 
         Runs the graph's Ops in reverse topological order, each pulling its output's
         cotangent back to its arguments, and adds cotangents arriving at one Var along
-        several paths (seed 002). ``grad`` is the upstream cotangent (1 by default for a
-        scalar).
+        several paths (seed 002). Gradients add up over calls, as in autograd libraries:
+        reset ``v.grad = None`` between them.
+
+        Parameters
+        ----------
+        grad : array_like, optional
+            The upstream cotangent, shaped like ``self``; 1 by default, for a scalar.
+
+        Raises
+        ------
+        TypeError
+            On a tracer (no value): use :func:`newtonad.grad` for traced functions.
+        ValueError
+            Without ``grad``, on a Var that is not a scalar.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> x = nad.Var(np.array([1.0, 2.0, 3.0]))
+        >>> (x * x).backward(grad=np.array([1.0, 0.0, 1.0]))
+        >>> x.grad
+        array([2., 0., 6.])
         """
         if self.value is None:
             raise TypeError("backward() needs an eager Var (made with newtonad.Var(value)); "
