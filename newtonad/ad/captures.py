@@ -237,7 +237,8 @@ class _Walker:
             self.walk(v.keywords, depth + 1)
         elif hasattr(v, "__dict__") and not _is_library(type(v)):
             self.objects.append((v, depth + 1))
-            call = getattr(type(v), "__call__", None)
+            # a callable instance: its class's __call__, walked when it is Python code
+            call = type(v).__call__ if callable(v) else None
             if isinstance(call, types.FunctionType):
                 self.function(call, depth + 1)
 

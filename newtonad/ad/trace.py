@@ -164,7 +164,8 @@ def trace_function(fun, avals: Sequence[Slot], *, wrap=None) -> TraceResult:
             out = wrap(out)
     if guard is not None:
         guard.settle()
-    outs = [o if isinstance(o, Var) else const_var(o) for o in (out if isinstance(out, tuple) else (out,))]
+    outs = [o if isinstance(o, Var) else const_var(o)
+            for o in (out if isinstance(out, tuple) else (out,))]
     program, closed = to_program(tracers, outs, stop=start)
     return TraceResult(program, closed, any(not v.captured for v in closed), guard)
 

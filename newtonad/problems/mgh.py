@@ -124,7 +124,10 @@ def helical_valley() -> Problem:
 
 @register("bard")
 def bard() -> Problem:
-    """MGH #8: r_i = y_i - (x1 + u_i / (v_i x2 + w_i x3)), u_i = i, v_i = 16 - i, w_i = min(u_i, v_i)."""
+    """MGH #8: r_i = y_i - (x1 + u_i / (v_i x2 + w_i x3)).
+
+    u_i = i, v_i = 16 - i, w_i = min(u_i, v_i).
+    """
     y = np.array([0.14, 0.18, 0.22, 0.25, 0.29, 0.32, 0.35, 0.39,
                   0.37, 0.58, 0.73, 0.96, 1.34, 2.10, 4.39])
     u = np.arange(1, 16, dtype=float)
@@ -294,7 +297,10 @@ def biggs_exp6() -> Problem:
 
 @register("osborne-2")
 def osborne_2() -> Problem:
-    """MGH #19: r_i = y_i - (x1 e^(-t_i x5) + sum_k x_k e^(-(t_i - x_{k+7})^2 x_{k+4})), t_i = (i-1)/10."""
+    """MGH #19: r_i = y_i - (x1 e^(-t_i x5) + sum_k x_k e^(-(t_i - x_{k+7})^2 x_{k+4})).
+
+    t_i = (i-1)/10.
+    """
     y = np.array([
         1.366, 1.191, 1.112, 1.013, 0.991, 0.885, 0.831, 0.847, 0.786, 0.725,
         0.746, 0.679, 0.608, 0.655, 0.616, 0.606, 0.602, 0.626, 0.651, 0.724,
@@ -529,7 +535,10 @@ def broyden_banded(n: int) -> Problem:
 
 @register("linear-full-rank", SizeRule(default=10, minimum=1))
 def linear_full_rank(n: int) -> Problem:
-    """MGH #32: r_i = x_i - (2/m) sum_j x_j - 1 (i <= n), r_i = -(2/m) sum_j x_j - 1 (i > n); m = 2n."""
+    """MGH #32: r_i = x_i - (2/m) sum_j x_j - 1 (i <= n), r_i = -(2/m) sum_j x_j - 1 (i > n).
+
+    m = 2n.
+    """
     m = 2 * n
 
     def fun(x):

@@ -132,7 +132,8 @@ class NestWriter:
             result = (self.load(i, m), map_vars(m))
         else:
             step = g.producer[i]
-            operands = [self.value(j, jm) for j, jm in zip(step.inputs, operand_maps(step, m, g.slots))]
+            maps = operand_maps(step, m, g.slots)
+            operands = [self.value(j, jm) for j, jm in zip(step.inputs, maps)]
             prim = step.primitive
             if prim in PASS_THROUGH or (prim is CONVERT
                                         and step.kwargs["dtype"] == g.slots[step.inputs[0]].dtype):
@@ -141,8 +142,9 @@ class NestWriter:
                 floats = all(g.slots[j].dtype == "float64" for j in (*step.inputs, i))
                 if prim is MUL and floats:
                     operands = self.hoist_factors(operands)
-                expr = Apply(prim, tuple(o[0] for o in operands),
-                             tuple(g.slots[j].dtype for j in step.inputs), g.slots[i].dtype, step.params)
+                in_dtypes = tuple(g.slots[j].dtype for j in step.inputs)
+                expr = Apply(prim, tuple(o[0] for o in operands), in_dtypes, g.slots[i].dtype,
+                             step.params)
                 depth = max((o[1] for o in operands), default=0)
                 n = self.uses[i]
                 self.uses[i] += 1
@@ -211,7 +213,8 @@ class NestWriter:
             self.emit(depth, Assign(target, Sum(tuple(parts), zero)))
         elif s.kind == "accum":
             src, _ = self.value(s.value, s.vmap)
-            self.emit(depth, Comment(f"{g.describe(s.step)}  (scattered)"), Assign(target, src, "+="))
+            self.emit(depth, Comment(f"{g.describe(s.step)}  (scattered)"),
+                      Assign(target, src, "+="))
         else:
             src, _ = self.simple(s.value, s.vmap)
             comment = Comment(g.describe(s.step))
@@ -223,7 +226,8 @@ class NestWriter:
             # the target stays put in the innermost loop: reduce in a local there
             # (a register LLVM can vectorise), combined into the target after the loop
             acc = Var(f"acc{len(self.placed)}")
-            self.emit(depth - 1, Assign(acc, literal_atom(g.plan.init[s.target], g.slots[s.target].dtype)))
+            start = literal_atom(g.plan.init[s.target], g.slots[s.target].dtype)
+            self.emit(depth - 1, Assign(acc, start))
             self.emit(depth, comment, Reduce(acc, src, s.op))
             self.emit(depth - 1, Reduce(target, acc, s.op), after=True)
 
@@ -248,7 +252,8 @@ class NestWriter:
             self.memo = {}
             self.guard = tuple(dict.fromkeys(own + condition(term.box, full)))
             src, _ = self.value(term.slot, term.vmap)
-            self.emit(depth, Comment(f"{g.describe(term.step)}  (gathered)"), Assign(acc, src, "+="))
+            self.emit(depth, Comment(f"{g.describe(term.step)}  (gathered)"),
+                      Assign(acc, src, "+="))
         self.guard = own
         self.emit(depth, Assign(self.load(s.target, s.tmap), acc))
         self.guard = ()
@@ -361,7 +366,8 @@ def lower_nest(gen: Generator, item: int, nest: Nest) -> list[Any]:
     """
     space = str(nest.space)
     if gen.region is not None:  # in a row-blocked region the rows are those of the block
-        space = "(" + ", ".join(["nb", *map(str, nest.space[1:])]) + ("," * (len(nest.space) == 1)) + ")"
+        trailing_comma = "," * (len(nest.space) == 1)
+        space = "(" + ", ".join(["nb", *map(str, nest.space[1:])]) + trailing_comma + ")"
     out: list[Any] = [Comment(f"---- loop nest over {space}")]
     for t in nest.inits:
         out.append(gen.fill(t, gen.plan.init[t]))
@@ -378,7 +384,8 @@ def lower_nest(gen: Generator, item: int, nest: Nest) -> list[Any]:
         for s in nest.sinks:
             writer.guarded_sink(s, full[:len(s.space)])
         table = tuple(tuple(v for d in split for v in b[d]) for b in edges)
-        bounds = tuple((Text(f"edge[{2 * split.index(d)}]"), Text(f"edge[{2 * split.index(d) + 1}]"))
+        bounds = tuple((Text(f"edge[{2 * split.index(d)}]"),
+                        Text(f"edge[{2 * split.index(d) + 1}]"))
                        if d in split else full[d] for d in range(len(segs)))
         out.append(Comment(f"edges: {len(edges)} pieces {edges}"))
         out.append(ForIn("edge", table, tuple(writer.render(bounds))))
@@ -404,7 +411,8 @@ def unrolled_axis(nest: Nest, box: Box, unroll: int) -> int | None:
     return axis
 
 
-def _piece(gen: Generator, item: int, nest: Nest, box: Box, choice: tuple, boxes: bool) -> list[Any]:
+def _piece(gen: Generator, item: int, nest: Nest, box: Box, choice: tuple,
+           boxes: bool) -> list[Any]:
     active = []
     for s in nest.sinks:
         n = len(s.space)
@@ -438,7 +446,8 @@ def parallel_ok(gen: Generator, writer: NestWriter, sinks: list[Sink], box: Box)
             or writer.levels == 0 or not all(isinstance(lo, int) for lo, _ in box)):
         return False
     extents = [hi - lo for lo, hi in box[:writer.levels]]
-    least = opts.parallel_min_iterations * (1 if opts.cheap_launch else opts.parallel_workqueue_factor)
+    launch_factor = 1 if opts.cheap_launch else opts.parallel_workqueue_factor
+    least = opts.parallel_min_iterations * launch_factor
     if extents[0] < 2 * opts.parallel_chunks or int(np.prod(extents)) < least:
         return False
     for s in sinks:

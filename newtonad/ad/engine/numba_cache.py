@@ -19,8 +19,8 @@ Beside the kernels the cache keeps each program's *metadata*
 (``newtonad_meta_<digest>.meta.npz``: the kernel's module name, calling convention,
 constant arrays and arena sizes), named by a digest of the whole program (constants to
 the last bit, ``Program.key``), the lowering options (:class:`.options.LoweringOptions`),
-the environment above and the engine's own source files, so metadata written by other engine code is never read. A warm start
-reads it instead of planning and generating the kernel again. It is checked before
+the environment above and the engine's own source files, so metadata written by other
+engine code is never read. A warm start reads it instead of planning and generating the kernel again. It is checked before
 use — the archive's CRCs, its format, its specs against the program's, and the kernel
 source against the digest in its module name — and anything that does not match is
 treated as absent: the kernel is lowered and compiled again, never loaded wrong.
@@ -220,7 +220,8 @@ def write_meta(program: Program, options: Any, name: str, kernel: Any) -> None:
         path = meta_path(program, options)
         path.parent.mkdir(parents=True, exist_ok=True)
         consts = {f"c{n}": np.asarray(c) for n, c in enumerate(kernel.consts)}
-        _write_atomic(path, lambda f: np.savez(f, meta=np.array(json.dumps(header)), **consts), "wb")
+        meta = np.array(json.dumps(header))
+        _write_atomic(path, lambda f: np.savez(f, meta=meta, **consts), "wb")
     except OSError:
         pass
 

@@ -132,7 +132,8 @@ class Generator:
 
     def fill(self, i: int, value: Any) -> Assign:
         lit = literal_atom(value, self.slots[i].dtype)
-        return Assign(Scalar(f"r{i}") if self.is_scalar(i) else Text(f"{self.flat_view(i)}[:]"), lit)
+        target = Scalar(f"r{i}") if self.is_scalar(i) else Text(f"{self.flat_view(i)}[:]")
+        return Assign(target, lit)
 
     def extent(self, value: int) -> Scalar:
         """A loop bound read at run time (``n<value>``), not a literal.
@@ -189,8 +190,8 @@ class Generator:
             "",
         ]
         return Kernel("\n".join(lines), [(s.shape, s.dtype) for s in p.in_slots],
-                      [(s.shape, s.dtype) for s in p.out_slots], consts, arenas, bool(self.parallel),
-                      tuple(header + body))
+                      [(s.shape, s.dtype) for s in p.out_slots], consts, arenas,
+                      bool(self.parallel), tuple(header + body))
 
     def _claim_outputs(self) -> tuple[dict[int, str], dict[int, int]]:
         """Let each output array *be* the memory of the slot it returns, where possible."""
@@ -237,7 +238,10 @@ class Generator:
         consts = []
         for n, i in enumerate(plan.const_arrays):
             value = self.producer[i].kwargs["value"]
-            arr = value.array if isinstance(value, ArrayConst) else np.asarray(value, self.slots[i].dtype)
+            if isinstance(value, ArrayConst):
+                arr = value.array
+            else:
+                arr = np.asarray(value, self.slots[i].dtype)
             consts.append(np.array(arr, dtype=self.slots[i].dtype, order="C", copy=True))
             lines.append(f"r{i} = c{n}[()]" if self.is_scalar(i) else f"b{i} = c{n}")
         if self.extents:
@@ -256,7 +260,8 @@ class Generator:
                 last[b] = max(last.get(b, item), item)
         external = set(p.inputs) | set(plan.const_arrays)
         buffers = [Buffer(b, self.slots[b].dtype, self._buffer_size(b), first[b], last[b])
-                   for b in first if b not in external and b not in storage and not self.is_scalar(b)]
+                   for b in first
+                   if b not in external and b not in storage and not self.is_scalar(b)]
         # the temporaries of einsums summed over row blocks (slot -1 - out), live with out
         buffers += [Buffer(-1 - o, self.slots[o].dtype, size, first[o], last[o])
                     for o, size in self.temps.items()]
@@ -270,9 +275,11 @@ class Generator:
             if slot in self.local:  # one block of rows
                 shape = (self.local[slot],) + shape[1:]
             name = f"b{slot}" if buf.slot >= 0 else f"w{slot}"
-            lines.append(f"{name} = {ARENA_NAME[buf.dtype]}[{off}:{off + buf.size}].reshape({shape!r})")
+            arena = ARENA_NAME[buf.dtype]
+            lines.append(f"{name} = {arena}[{off}:{off + buf.size}].reshape({shape!r})")
         for v, src in plan.views.items():
-            if (self.base(v) in first or self.base(v) in external) and self.base(v) not in self.local:
+            base = self.base(v)
+            if (base in first or base in external) and base not in self.local:
                 lines.append(f"b{v} = b{src}.reshape({self.slots[v].shape!r})")
         for i in sorted(self.flat):  # see NestWriter.load
             lines.append(f"b{i}f = b{i}.reshape({self.slots[i].size})")
@@ -291,7 +298,8 @@ class Generator:
             self.note_read(item, i)
         self.note_write(item, step.output)
         if self.region is not None and self.base(step.output) in self.region.summed:
-            return [Comment(f"{self.describe(step)}  (summed over row blocks)"), *summed_einsum(self, step)]
+            return [Comment(f"{self.describe(step)}  (summed over row blocks)"),
+                    *summed_einsum(self, step)]
         return [Comment(self.describe(step)), *LOWERINGS[step.primitive](self, step)]
 
     def row_block(self, item: int, region: RowBlock) -> list[Any]:
@@ -303,7 +311,8 @@ class Generator:
         """
         rows, block = region.rows, region.block
         shared = ", ".join(f"s{i}" for i in region.shared)
-        out: list[Any] = [Comment(f"---- row blocks of {block} over axis of {rows}: {shared} read once per block")]
+        out: list[Any] = [Comment(f"---- row blocks of {block} over axis of {rows}: "
+                                  f"{shared} read once per block")]
         for t in region.inits:  # sums over the rows start before the first block
             out.append(self.fill(t, self.plan.init[t]))
         for b in region.local:
@@ -327,7 +336,8 @@ class Generator:
         for i in sorted(self.block_flat):
             views.append(Line(f"k{i}f = k{i}.reshape({self.size(i)})"))
         self.region = None
-        loop = For(Text("r0"), 0, rows, (Line(f"nb = min({block}, {rows} - r0)"), *views, *body), step=block)
+        loop = For(Text("r0"), 0, rows, (Line(f"nb = min({block}, {rows} - r0)"), *views, *body),
+                   step=block)
         return out + [loop]
 
 

@@ -184,8 +184,8 @@ def load(kernel: Kernel, name_path: tuple[str, Any] | None = None):
 def _coerce(a: Any, shape: tuple[int, ...], dtype: np.dtype, what: str) -> np.ndarray:
     arr = np.asarray(a)
     if arr.shape != shape:
-        raise ValueError(f"{what} has shape {arr.shape}, but this compiled program takes shape {shape}; "
-                         "call the API again to trace it at the new shape")
+        raise ValueError(f"{what} has shape {arr.shape}, but this compiled program takes shape "
+                         f"{shape}; call the API again to trace it at the new shape")
     if arr.dtype != dtype and not np.can_cast(arr.dtype, dtype, casting="same_kind"):
         raise TypeError(f"{what} has dtype {arr.dtype}, but this compiled program takes {dtype}")
     return np.asarray(arr, dtype=dtype, order="C")
@@ -212,7 +212,8 @@ PARALLEL_LOCK = threading.Lock()
 
 
 def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any = None,
-                reuse: bool = False, arenas: list[np.ndarray] | None = None) -> Callable[..., tuple]:
+                reuse: bool = False,
+                arenas: list[np.ndarray] | None = None) -> Callable[..., tuple]:
     """The Python wrapper around a compiled kernel: checks inputs, provides outputs.
 
     Outputs are fresh arrays per call, or with ``reuse`` the same arrays every call.
@@ -230,8 +231,8 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
     for j, (shape, dtype) in enumerate(kernel.in_specs):
         ns[f"S{j}"], ns[f"D{j}"] = tuple(shape), _DTYPES[dtype]
         ns[f"T{j}"] = np.empty(shape, _DTYPES[dtype]).strides  # C-contiguous strides
-        checks.append(f"    if x{j}.__class__ is not ndarray or x{j}.dtype is not D{j} or x{j}.shape != S{j} "
-                      f"or x{j}.strides != T{j}:\n"
+        checks.append(f"    if x{j}.__class__ is not ndarray or x{j}.dtype is not D{j} "
+                      f"or x{j}.shape != S{j} or x{j}.strides != T{j}:\n"
                       f"        x{j} = coerce(x{j}, S{j}, D{j}, 'input {j}')")
     out_specs = [(tuple(s), _DTYPES[d]) for s, d in kernel.out_specs]
     provide = []
@@ -244,7 +245,8 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
             provide.append(f"aligned(OS{j}, OD{j})")
         else:  # a small output: np.empty is the cheaper call, and alignment cannot matter
             provide.append(f"empty(OS{j}, OD{j})")
-    extra = [f"C{n}" for n in range(len(kernel.consts))] + [f"A{n}" for n in range(len(kernel.arenas))]
+    extra = ([f"C{n}" for n in range(len(kernel.consts))]
+             + [f"A{n}" for n in range(len(kernel.arenas))])
     for n, c in enumerate(kernel.consts):
         ns[f"C{n}"] = c
     if arenas is None:  # cache-line aligned, so the planner's 64-byte offsets are too
@@ -259,7 +261,8 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
         for j, (a, (shape, dtype)) in enumerate(zip(out, out_specs)):
             if not (isinstance(a, np.ndarray) and a.shape == shape and a.dtype == dtype
                     and a.flags.c_contiguous and a.flags.writeable):
-                raise ValueError(f"out[{j}] must be a writeable C-contiguous {dtype} array of shape {shape}")
+                raise ValueError(f"out[{j}] must be a writeable C-contiguous {dtype} array "
+                                 f"of shape {shape}")
         return out
 
     ns["check_out"] = check_out
@@ -276,7 +279,8 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
     run.kernel, run.dispatcher, run.path = fn, dispatcher, path
     run.source = kernel.source
     run.n_inputs = n_in
-    run.reusing_outputs = lambda: make_runner(fn, kernel, dispatcher, path, reuse=True, arenas=arenas)
+    run.reusing_outputs = lambda: make_runner(fn, kernel, dispatcher, path, reuse=True,
+                                              arenas=arenas)
     return run
 
 
@@ -294,7 +298,8 @@ def _load_cached(program: Program, options: LoweringOptions) -> Callable[..., tu
         return None
 
 
-def compile_program(program: Program, options: LoweringOptions | None = None) -> Callable[..., tuple]:
+def compile_program(program: Program,
+                    options: LoweringOptions | None = None) -> Callable[..., tuple]:
     """Return ``run(*inputs, out=None) -> tuple of outputs`` for ``program``.
 
     ``options``: how to lower it (default: :meth:`LoweringOptions.current`); runners and

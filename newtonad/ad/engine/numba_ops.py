@@ -140,8 +140,18 @@ def _convert(a, dt, out, kw) -> str:
     raise ValueError(f"convert to {target} is not supported")
 
 
+def _extremum(a: list[str], keeps: str) -> str:
+    """``a[0]`` when it ``keeps`` against ``a[1]`` or is NaN (NaN propagates, as in NumPy)."""
+    return f"({a[0]} if ({a[0]} {keeps} {a[1]} or {a[0]} != {a[0]}) else {a[1]})"
+
+
+def _template(tpl: str) -> Callable[[list[str], list[str], str, dict], str]:
+    """The expression writer that fills ``tpl`` with the argument names."""
+    return lambda a, dt, out, kw: tpl.format(*a)
+
+
 _BY_NAME: dict[str, Callable[[list[str], list[str], str, dict], str]] = {
-    **{name: (lambda tpl: lambda a, dt, out, kw: tpl.format(*a))(tpl) for name, tpl in _NP_UNARY.items()},
+    **{name: _template(tpl) for name, tpl in _NP_UNARY.items()},
     "neg": lambda a, dt, out, kw: f"(-{a[0]})",
     "square": lambda a, dt, out, kw: f"({a[0]} * {a[0]})",
     "reciprocal": lambda a, dt, out, kw: f"(1.0 / {a[0]})",
@@ -157,8 +167,8 @@ _BY_NAME: dict[str, Callable[[list[str], list[str], str, dict], str]] = {
     "mul": lambda a, dt, out, kw: f"({a[0]} and {a[1]})" if out == "bool" else f"({a[0]} * {a[1]})",
     "div": lambda a, dt, out, kw: f"({a[0]} / {a[1]})",
     "pow": lambda a, dt, out, kw: f"({as_float(a[0], dt[0])} ** {as_float(a[1], dt[1])})",
-    "maximum": lambda a, dt, out, kw: f"({a[0]} if ({a[0]} >= {a[1]} or {a[0]} != {a[0]}) else {a[1]})",
-    "minimum": lambda a, dt, out, kw: f"({a[0]} if ({a[0]} <= {a[1]} or {a[0]} != {a[0]}) else {a[1]})",
+    "maximum": lambda a, dt, out, kw: _extremum(a, ">="),
+    "minimum": lambda a, dt, out, kw: _extremum(a, "<="),
     "arctan2": lambda a, dt, out, kw: f"np.arctan2({a[0]}, {a[1]})",
     "lt": lambda a, dt, out, kw: f"({a[0]} < {a[1]})",
     "le": lambda a, dt, out, kw: f"({a[0]} <= {a[1]})",

@@ -84,7 +84,9 @@ def broadcast_map(out: IMap, out_shape: tuple[int, ...], in_shape: tuple[int, ..
 def shift(d: Dim, start: int, step: int) -> Dim:
     """``start + step * d``."""
     var, scale, offset = d
-    return (var, scale * step, start + step * offset) if var is not None else (None, 0, start + step * offset)
+    if var is None:
+        return (None, 0, start + step * offset)
+    return (var, scale * step, start + step * offset)
 
 
 def is_unit_reshape(in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> bool:
@@ -106,7 +108,8 @@ def operand_maps(step: Step, out: IMap, slots: tuple[Slot, ...]) -> list[IMap]:
         return [broadcast_map(out, out_shape, s) for s in shapes]
     if prim is SLICE:
         sl = kw["slices"]
-        return [tuple(shift(d, sl[a][0], sl[a][2]) if a < len(sl) else d for a, d in enumerate(out))]
+        return [tuple(shift(d, sl[a][0], sl[a][2]) if a < len(sl) else d
+                      for a, d in enumerate(out))]
     if prim is TRANSPOSE:
         perm = kw["perm"]
         m: list[Dim] = [ZERO] * len(perm)
@@ -307,10 +310,11 @@ class Planner:
                 self.accum_of[out] = out
                 self.accum_leaves[out] = [Leaf("unslice", step.inputs[0], step)]
             elif prim is ADD and slots[out].dtype != "bool":
+                here = [self._index(step)]
                 absorbed = [i for i in step.inputs
-                            if i in self.accum_of and self.accum_of[i] == i and i not in self.outputs
-                            and slots[i].shape == slots[out].shape and self.users.get(i) == [self._index(step)]
-                            and i not in self.forced]
+                            if i in self.accum_of and self.accum_of[i] == i
+                            and i not in self.outputs and slots[i].shape == slots[out].shape
+                            and self.users.get(i) == here and i not in self.forced]
                 if not absorbed or step.inputs[0] == step.inputs[1]:
                     continue
                 leaves = []
@@ -347,7 +351,7 @@ class Planner:
             r = frozenset() if i in self.literals else frozenset({i})
         else:
             step = self.producer[i]
-            r = frozenset().union(*(self.deps(j) for j in step.inputs)) if step.inputs else frozenset()
+            r = frozenset().union(*(self.deps(j) for j in step.inputs))
         memo[i] = r
         return r
 
@@ -390,11 +394,13 @@ class Planner:
                         sl = lstep.kwargs["slices"]
                         tmap = tuple(shift(d, sl[a][0], sl[a][2]) if a < len(sl) else d
                                      for a, d in enumerate(vmap))
-                        self._add_sink(Sink("accum", leaf, vmap, out, tmap, squeeze(ls), None, lstep))
+                        self._add_sink(Sink("accum", leaf, vmap, out, tmap, squeeze(ls), None,
+                                            lstep))
                     else:
                         tmap = identity_map(slot.shape)
                         vmap = broadcast_map(tmap, slot.shape, self.slots[leaf].shape)
-                        self._add_sink(Sink("accum", leaf, vmap, out, tmap, squeeze(slot.shape), None, lstep))
+                        self._add_sink(Sink("accum", leaf, vmap, out, tmap, squeeze(slot.shape),
+                                            None, lstep))
             elif out in self.write_only or (out in self.stored and out not in self.accum_of):
                 m = identity_map(slot.shape)
                 self._add_sink(Sink("store", out, m, out, m, squeeze(slot.shape), None, step))
@@ -402,7 +408,8 @@ class Planner:
         for n, item in enumerate(self.items):
             if isinstance(item, Nest):
                 for s in item.sinks:
-                    if s.target in init and s.target not in item.inits and not self._filled(s.target, n):
+                    if (s.target in init and s.target not in item.inits
+                            and not self._filled(s.target, n)):
                         item.inits.append(s.target)
         return Plan(self.p, self.items, self.stored, self.write_only, self.views, init,
                     self.literals, self.const_arrays)

@@ -120,7 +120,8 @@ def _indexed_loops(A: int, m: int, B: int, ix: str, n: int, what: str, body: str
     """Loops over (outer, index, inner) with the index wrapped and bounds-checked, as np.take."""
     inner = [Line(f"j = {ix}"),
              If(Text("j < 0"), (Line(f"j += {n}"),)),
-             If(Text(f"j < 0 or j >= {n}"), (Line(f"raise IndexError(\"{what}: index out of range\")"),)),
+             If(Text(f"j < 0 or j >= {n}"),
+                (Line(f"raise IndexError(\"{what}: index out of range\")"),)),
              For(Text("e2"), 0, B, (Line(body),))]
     return _loops([("e0", A), ("e1", m)], inner)
 

@@ -58,8 +58,8 @@ class MatMul:
 
 def matmul_form(sa: str, sb: str, so: str) -> MatMul | None:
     """How ``einsum(sa, sb -> so)`` is one ``np.dot`` of 2-D views, or None."""
-    A, B, O = set(sa), set(sb), set(so)
-    if A & B & O or (A - B - O) or (B - A - O):
+    A, B, Out = set(sa), set(sb), set(so)
+    if A & B & Out or (A - B - Out) or (B - A - Out):
         return None
     contracted = [c for c in sa if c in B]
     if [c for c in sb if c in A] != contracted:
@@ -181,7 +181,8 @@ class _Regions:
         """Reads and writes of an item run outside any region (whole arrays)."""
         acc = _Access()
         if isinstance(item, Opaque):
-            acc.whole_reads = {self.base(i) for i in item.step.inputs if i not in self.plan.literals}
+            acc.whole_reads = {self.base(i) for i in item.step.inputs
+                               if i not in self.plan.literals}
             acc.whole_writes = {self.base(item.step.output)}
             return acc
         for s in item.sinks:
@@ -232,8 +233,9 @@ class _Regions:
         ins, so = step.kwargs["spec"].split("->")
         subs = ins.split(",")
         out = step.output
-        if any(self.slots[i].dtype != "float64" or not self.slots[i].shape or self.slots[i].size == 0
-               for i in (*step.inputs, out)) or matmul_form(subs[0], subs[1], so) is None:
+        if any(self.slots[i].dtype != "float64" or not self.slots[i].shape
+               or self.slots[i].size == 0 for i in (*step.inputs, out)) \
+                or matmul_form(subs[0], subs[1], so) is None:
             return None
         acc = _Access(einsum=True)
         if so and self.slots[out].shape[0] == rows and self.blockable(out, rows):
@@ -275,7 +277,8 @@ class _Regions:
         body = Nest(nest.space, row, [t for t in nest.inits if t not in targets])
         return head, body
 
-    def try_region(self, items: list[Any], start: int, rows: int) -> tuple[list, RowBlock, list, int] | None:
+    def try_region(self, items: list[Any], start: int,
+                   rows: int) -> tuple[list, RowBlock, list, int] | None:
         """The region over ``rows`` starting at ``items[start]``: (hoisted, region, deferred, next).
 
         Items are scanned in order. One that runs by row joins the region (a nest's
@@ -340,8 +343,8 @@ class _Regions:
             return None
         last = members[-1][0]
         return self._finish(items, last + 1, rows, [m for _, m in members], accesses,
-                            [h for j, h in hoisted if j <= last], [d for j, d in deferred if j <= last],
-                            r_writes)
+                            [h for j, h in hoisted if j <= last],
+                            [d for j, d in deferred if j <= last], r_writes)
 
     def _finish(self, items: list[Any], end: int, rows: int, members: list[Any],
                 accesses: list[_Access], hoisted: list[Any], deferred: list[Any],
@@ -388,9 +391,11 @@ def _merge_nests(members: list[Any], accesses: list[_Access]) -> list[Any]:
         prev = merged[-1] if merged else None
         if isinstance(item, Nest) and isinstance(prev, Nest) and last is not None \
                 and prev.space == item.space and not (acc.writes & (last.reads | last.writes)) \
-                and not (acc.reads & last.writes) and count_pieces(prev.sinks + item.sinks) <= MAX_PIECES:
+                and not (acc.reads & last.writes) \
+                and count_pieces(prev.sinks + item.sinks) <= MAX_PIECES:
             merged[-1] = Nest(prev.space, prev.sinks + item.sinks, prev.inits + item.inits)
-            last = _Access(last.blocked_reads | acc.blocked_reads, last.blocked_writes | acc.blocked_writes,
+            last = _Access(last.blocked_reads | acc.blocked_reads,
+                           last.blocked_writes | acc.blocked_writes,
                            last.whole_reads | acc.whole_reads, last.whole_writes | acc.whole_writes)
             continue
         merged.append(item)

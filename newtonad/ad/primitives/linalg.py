@@ -27,13 +27,15 @@ def _einsum_shape(a: Slot, b: Slot, *, spec: str) -> Slot:
     sizes: dict[str, int] = {}
     for subs, x in ((sa, a), (sb, b)):
         if len(subs) != x.ndim:
-            raise ValueError(f"einsum {spec!r}: operand subscripts {subs!r} do not match shape {x.shape}")
+            raise ValueError(f"einsum {spec!r}: operand subscripts {subs!r} do not match "
+                             f"shape {x.shape}")
         if len(set(subs)) != len(subs):
             raise ValueError(f"einsum {spec!r}: repeated subscripts within one operand "
                              "(diagonals, traces) are not supported")
         for c, n in zip(subs, x.shape):
             if sizes.setdefault(c, n) != n:
-                raise ValueError(f"einsum {spec!r}: size mismatch for index {c!r}: {sizes[c]} vs {n}")
+                raise ValueError(f"einsum {spec!r}: size mismatch for index {c!r}: "
+                                 f"{sizes[c]} vs {n}")
     if any(c not in sizes for c in out) or len(set(out)) != len(out):
         raise ValueError(f"einsum {spec!r}: bad output subscripts")
     dtype = np.result_type(np.dtype(a.dtype), np.dtype(b.dtype)).name

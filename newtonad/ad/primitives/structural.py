@@ -58,10 +58,15 @@ def _with_frame(perm: tuple[int, ...], t: Any) -> tuple[int, ...]:
     return perm + tuple(range(len(perm), len(shape_of(t))))
 
 
+def _inverse(perm: tuple[int, ...]) -> tuple[int, ...]:
+    """The permutation that undoes ``perm``."""
+    return tuple(np.argsort(perm).tolist())
+
+
 transpose_p = Primitive(
     "transpose", impl=lambda x, *, perm: np.transpose(x, perm), shape=_transpose_shape,
     jvp=lambda frame, p, t, out, *, perm: transpose(t[0], _with_frame(perm, t[0])),
-    transpose=lambda ct, x, *, perm: [transpose(ct, _with_frame(tuple(np.argsort(perm).tolist()), ct))],
+    transpose=lambda ct, x, *, perm: [transpose(ct, _with_frame(_inverse(perm), ct))],
     kind="structural", weight=0)
 
 
