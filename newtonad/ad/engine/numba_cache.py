@@ -18,12 +18,13 @@ stamp does not match; a corrupt numba entry is deleted and compiled again.
 Beside the kernels the cache keeps each program's *metadata*
 (``newtonad_meta_<digest>.meta.npz``: the kernel's module name, calling convention,
 constant arrays and arena sizes), named by a digest of the whole program (constants to
-the last bit, ``Program.key``), the lowering options (:class:`.options.LoweringOptions`),
-the environment above and the engine's own source files, so metadata written by other
-engine code is never read. A warm start reads it instead of planning and generating the kernel again. It is checked before
-use — the archive's CRCs, its format, its specs against the program's, and the kernel
-source against the digest in its module name — and anything that does not match is
-treated as absent: the kernel is lowered and compiled again, never loaded wrong.
+the last bit, ``Program.key``), the lowering options
+(:class:`.options.LoweringOptions`), the environment above and the engine's own source
+files, so metadata written by other engine code is never read. A warm start reads it
+instead of planning and generating the kernel again. It is checked before use — the
+archive's CRCs, its format, its specs against the program's, and the kernel source
+against the digest in its module name — and anything that does not match is treated as
+absent: the kernel is lowered and compiled again, never loaded wrong.
 """
 
 from __future__ import annotations
