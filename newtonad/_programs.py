@@ -24,8 +24,8 @@ FRAME_BUDGET = 1 << 24  # elements per frame chunk in jacobian / hessian (128 Mi
 
 # ---- inputs ---------------------------------------------------------------------------------
 
-def as_point(x: Any, what: str = "x") -> np.ndarray:
-    """Validate a differentiation point: a finite float array."""
+def as_point(x: Any, what: str = "x") -> Any:
+    """Validate a differentiation point: a finite float64 array, or a Var as it is."""
     if isinstance(x, Var):
         return x
     arr = np.asarray(x)

@@ -31,11 +31,11 @@ DEFAULT_ENGINE = os.environ.get("NEWTONAD_ENGINE", "numba")
 
 # ---- running derived programs ---------------------------------------------------------------
 
-def _is_traced_call(x: Any, args: tuple) -> bool:
+def _is_traced_call(x: Any, args: Sequence[Any]) -> bool:
     return isinstance(x, Var) or any(isinstance(a, Var) for a in args)
 
 
-def _inlines(traced: Traced, x: Any, args: tuple, extra: Sequence[Any] = ()) -> bool:
+def _inlines(traced: Traced, x: Any, args: Sequence[Any], extra: Sequence[Any] = ()) -> bool:
     """Whether the result depends on Vars, so the derived program is inlined, not run.
 
     It does when the call is made on Vars, or when ``f`` closes over values of an
@@ -46,8 +46,8 @@ def _inlines(traced: Traced, x: Any, args: tuple, extra: Sequence[Any] = ()) -> 
             or any(isinstance(e, Var) for e in extra))
 
 
-def _run(traced: Traced, kind: str, k: int, make, engine: str, x: Any, args: tuple,
-         extra: Sequence[Any] = ()) -> list:
+def _run(traced: Traced, kind: str, k: int | None, make: Callable[[], Any], engine: str,
+         x: Any, args: Sequence[Any], extra: Sequence[Any] = ()) -> list:
     """Run a derived program, compiled (arrays) or inlined (Vars)."""
     if _inlines(traced, x, args, extra):
         program = derive(traced, kind, k, make, None)
@@ -60,7 +60,8 @@ def _engine(engine: str | None) -> str:
     return engine or DEFAULT_ENGINE
 
 
-def _prepare(f, x, args, scalar):
+def _prepare(f: Callable, x: Any, args: Sequence[Any],
+             scalar: bool) -> tuple[Any, tuple[Any, ...], Traced]:
     x = as_point(x)
     args = tuple(as_data(a) for a in args)
     return x, args, traced_at(f, x, args, scalar)
@@ -84,6 +85,24 @@ def trace(f: Callable, x: Any, *args: Any) -> Program:
     -------
     Program
         ``str(program)`` lists its slots and steps.
+
+    Raises
+    ------
+    TypeError
+        When ``x`` is not a float array or ``f`` returns something other than an array.
+    ValueError
+        When ``x`` has non-finite entries.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> program = nad.trace(lambda x, a: np.sum(a * x ** 2), np.zeros(2), np.ones(2))
+    >>> print(program)
+    program(s0:f64[2], s1:f64[2])
+      s2:f64[2] = square(s0)
+      s3:f64[2] = mul(s1, s2)
+      s4:f64[] = reduce_sum(s3, axes=(0,))
+      return s4
     """
     x = as_point(x)
     args = tuple(as_data(a) for a in args)
@@ -98,12 +117,21 @@ def value_and_grad(f: Callable, *, engine: str | None = None) -> Callable:
     f : callable
         A scalar function of an array ``x`` (any shape) and extra data ``args``.
     engine : str, optional
-        The engine that runs the derived program (default: the package default).
+        The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
+        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
 
     Returns
     -------
     callable
-        ``(x, *args) -> (float, ndarray shaped like x)``.
+        ``(x, *args) -> (float, ndarray shaped like x)``. It traces ``f`` once per
+        shape and dtype of its inputs and raises TypeError or ValueError when ``f`` does
+        not return a scalar or ``x`` is not a finite float array.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> nad.value_and_grad(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+    (9.0, array([ 3., 12.]))
     """
     def vg(x, *args):
         x, args, traced = _prepare(f, x, args, scalar=True)
@@ -119,6 +147,24 @@ def grad(f: Callable, *, engine: str | None = None) -> Callable:
 
     The gradient is a reverse pass, ``vjp`` with the single cotangent 1.
 
+    Parameters
+    ----------
+    f : callable
+        A scalar function of an array ``x`` (any shape) and extra data ``args``.
+    engine : str, optional
+        The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
+        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+
+    Returns
+    -------
+    callable
+        ``(x, *args) -> ndarray shaped like x``; it raises as
+        :func:`value_and_grad`'s function does.
+
+    See Also
+    --------
+    value_and_grad : The value and the gradient in one pass.
+
     Examples
     --------
     >>> import numpy as np, newtonad as nad
@@ -129,7 +175,8 @@ def grad(f: Callable, *, engine: str | None = None) -> Callable:
     return lambda x, *args: vg(x, *args)[1]
 
 
-def jvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *, engine: str | None = None):
+def jvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *,
+        engine: str | None = None) -> tuple[Any, ...]:
     """Forward mode: ``(f(x), J V)`` for a tangent frame ``V``.
 
     Parameters
@@ -140,13 +187,31 @@ def jvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *, engine: str | 
         The point.
     V : array_like
         A frame of shape ``x.shape + (k,)`` (k directions), or ``x.shape`` (one).
-    args : sequence
+    args : sequence, optional
         Extra data inputs.
+    engine : str, optional
+        The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
+        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
 
     Returns
     -------
-    (ndarray, ndarray)
-        ``f(x)`` and ``J V`` of shape ``y.shape + (k,)`` (``y.shape`` for one direction).
+    y : ndarray
+        ``f(x, *args)``.
+    JV : ndarray
+        ``J V`` of shape ``y.shape + (k,)`` (``y.shape`` for one direction).
+
+    Raises
+    ------
+    TypeError
+        When ``x`` is not a float array or ``f`` does not return an array.
+    ValueError
+        When the frame's shape does not fit, or ``x`` has non-finite entries.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> nad.jvp(lambda x: x ** 2, np.array([1.0, 2.0]), np.array([1.0, 0.0]))
+    (array([1., 4.]), array([2., 0.]))
     """
     x, args, traced = _prepare(f, x, tuple(args), scalar=False)
     V, k = as_frame(V, tuple(x.shape))
@@ -154,11 +219,46 @@ def jvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *, engine: str | 
                       _engine(engine), x, args, [V]))
 
 
-def vjp(f: Callable, x: Any, W: Any, args: Sequence[Any] = (), *, engine: str | None = None):
+def vjp(f: Callable, x: Any, W: Any, args: Sequence[Any] = (), *,
+        engine: str | None = None) -> tuple[Any, ...]:
     """Reverse mode: ``(f(x), Jᵀ W)`` for a cotangent frame ``W``.
 
-    ``W`` has shape ``y.shape + (k,)`` (k cotangents) or ``y.shape`` (one); the result
-    has shape ``x.shape + (k,)`` (or ``x.shape``). ``vjp = transpose ∘ linearize``.
+    ``vjp = transpose ∘ linearize``.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *args)`` returning an array.
+    x : array_like
+        The point.
+    W : array_like
+        A frame of shape ``y.shape + (k,)`` (k cotangents) or ``y.shape`` (one), where
+        ``y = f(x, *args)``.
+    args : sequence, optional
+        Extra data inputs.
+    engine : str, optional
+        The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
+        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+
+    Returns
+    -------
+    y : ndarray
+        ``f(x, *args)``.
+    JtW : ndarray
+        ``Jᵀ W`` of shape ``x.shape + (k,)`` (``x.shape`` for one cotangent).
+
+    Raises
+    ------
+    TypeError
+        When ``x`` is not a float array or ``f`` does not return an array.
+    ValueError
+        When the frame's shape does not fit, or ``x`` has non-finite entries.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> nad.vjp(lambda x: x ** 2, np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+    (array([1., 4.]), array([2., 4.]))
     """
     x, args, traced = _prepare(f, x, tuple(args), scalar=False)
     y_shape = traced.program.out_slots[0].shape
@@ -167,12 +267,45 @@ def vjp(f: Callable, x: Any, W: Any, args: Sequence[Any] = (), *, engine: str | 
                       _engine(engine), x, args, [W]))
 
 
-def hvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *, engine: str | None = None):
+def hvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *,
+        engine: str | None = None) -> Any:
     """Hessian-vector products ``H V`` by forward-over-reverse.
 
-    ``V`` is a velocity frame of shape ``x.shape + (k,)`` (or ``x.shape``); its k
-    columns share one primal pass and one cotangent column: the reverse pass runs once,
-    the forward pass over it carries all k directions. The result has the shape of ``V``.
+    The k columns of ``V`` share one primal pass and one cotangent column: the reverse
+    pass runs once, the forward pass over it carries all k directions.
+
+    Parameters
+    ----------
+    f : callable
+        A scalar function ``f(x, *args)``.
+    x : array_like
+        The point.
+    V : array_like
+        A frame of shape ``x.shape + (k,)`` (k directions), or ``x.shape`` (one).
+    args : sequence, optional
+        Extra data inputs.
+    engine : str, optional
+        The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
+        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+
+    Returns
+    -------
+    ndarray
+        ``H V``, of the shape of ``V``.
+
+    Raises
+    ------
+    TypeError
+        When ``x`` is not a float array or ``f`` does not return an array.
+    ValueError
+        When ``f`` is not scalar, the frame's shape does not fit, or ``x`` has
+        non-finite entries.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> nad.hvp(lambda x: np.sum(x ** 3), np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+    array([ 6., 12.])
     """
     x, args, traced = _prepare(f, x, tuple(args), scalar=True)
     V, k = as_frame(V, tuple(x.shape))
@@ -181,11 +314,44 @@ def hvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *, engine: str | 
     return hv
 
 
-def linearize(f: Callable, x: Any, args: Sequence[Any] = (), *, engine: str | None = None):
-    """``(f(x), lin)`` with ``lin(V) == J V``; the primal work is done once.
+def linearize(f: Callable, x: Any, args: Sequence[Any] = (), *,
+              engine: str | None = None) -> tuple[Any, Callable[[Any], Any]]:
+    """Return ``(f(x), lin)`` with ``lin(V) == J V``; the primal work is done once.
 
     ``linearize = partial_eval ∘ jvp``: the residuals at ``x`` are computed once per
     frame width, then each ``lin(V)`` runs only the linear program.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *args)`` returning an array.
+    x : array_like
+        The point (copied: later changes to the caller's array do not reach ``lin``).
+    args : sequence, optional
+        Extra data inputs.
+    engine : str, optional
+        The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
+        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+
+    Returns
+    -------
+    y : ndarray
+        ``f(x, *args)``.
+    lin : callable
+        ``lin(V) -> J V`` for a frame ``V`` of shape ``x.shape + (k,)`` or ``x.shape``.
+
+    Raises
+    ------
+    TypeError
+        Inside a traced function or on ``newtonad.Var`` values (use :func:`jvp`), or
+        when ``x`` is not a float array.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> y, lin = nad.linearize(lambda x: x ** 2, np.array([1.0, 2.0]))
+    >>> y, lin(np.array([1.0, 1.0]))
+    (array([1., 4.]), array([2., 4.]))
     """
     x, args, traced = _prepare(f, x, tuple(args), scalar=False)
     if _inlines(traced, x, args):
@@ -221,6 +387,27 @@ def jacobian(f: Callable, *, engine: str | None = None) -> Callable:
 
     Forward frames of identity columns when ``x`` is smaller than ``y``, reverse frames
     otherwise; columns go in chunks so memory stays bounded.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *args)`` returning an array.
+    engine : str, optional
+        The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
+        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+
+    Returns
+    -------
+    callable
+        ``(x, *args) -> ndarray`` of shape ``y.shape + x.shape``; it raises as
+        :func:`jvp` does.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> nad.jacobian(lambda x: x ** 2)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
     """
     def jac(x, *args):
         x_ = as_point(x)
@@ -261,6 +448,27 @@ def hessian(f: Callable, *, engine: str | None = None) -> Callable:
     """Return ``H(x, *args)`` of shape ``x.shape + x.shape``.
 
     Forward-over-reverse with identity frames, in chunks so memory stays bounded.
+
+    Parameters
+    ----------
+    f : callable
+        A scalar function ``f(x, *args)``.
+    engine : str, optional
+        The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
+        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+
+    Returns
+    -------
+    callable
+        ``(x, *args) -> ndarray`` of shape ``x.shape + x.shape``; it raises as
+        :func:`hvp` does.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> nad.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+    array([[ 6.,  0.],
+           [ 0., 12.]])
     """
     def hess(x, *args):
         x_ = as_point(x)

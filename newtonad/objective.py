@@ -197,17 +197,97 @@ class Objective:
         return at
 
     def value_and_grad(self, x: Any) -> tuple[float, np.ndarray]:
-        """``(f(x), ∇f(x))`` from one pass; for ``scipy.optimize.minimize(jac=True)``."""
+        """Return ``(f(x), ∇f(x))`` from one pass; for ``scipy.optimize.minimize(jac=True)``.
+
+        Parameters
+        ----------
+        x : array_like
+            The point: a finite float array of the shape ``f`` was written for.
+
+        Returns
+        -------
+        value : float
+            ``f(x, *args)``.
+        grad : ndarray
+            ``∇f(x, *args)``, shaped like ``x`` (a copy the caller may keep).
+
+        Raises
+        ------
+        TypeError
+            When ``x`` is not a float array, or ``f`` does not return a scalar array.
+        ValueError
+            When ``x`` has non-finite entries, or ``f`` does not return a scalar.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> obj = nad.Objective(lambda x: np.sum(x ** 3))
+        >>> obj.value_and_grad(np.array([1.0, 2.0]))
+        (9.0, array([ 3., 12.]))
+        """
         at = self._evaluate(self._check(x))
+        assert at.grad is not None  # _evaluate computed it
         return float(at.value), at.grad.copy()
 
     def fun(self, x: Any) -> float:
-        """``f(x)``; the gradient at ``x`` is computed in the same pass and kept."""
+        """Return ``f(x)``; the gradient at ``x`` is computed in the same pass and kept.
+
+        Parameters
+        ----------
+        x : array_like
+            The point: a finite float array of the shape ``f`` was written for.
+
+        Returns
+        -------
+        float
+            ``f(x, *args)``.
+
+        Raises
+        ------
+        TypeError
+            When ``x`` is not a float array, or ``f`` does not return a scalar array.
+        ValueError
+            When ``x`` has non-finite entries, or ``f`` does not return a scalar.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> obj = nad.Objective(lambda x: np.sum(x ** 3))
+        >>> obj.fun(np.array([1.0, 2.0]))
+        9.0
+        """
         return float(self._evaluate(self._check(x)).value)
 
     def jac(self, x: Any) -> np.ndarray:
-        """``∇f(x)``, shaped like ``x``; free after ``fun`` at the same ``x``."""
-        return self._evaluate(self._check(x)).grad.copy()
+        """Return ``∇f(x)``, shaped like ``x``; free after ``fun`` at the same ``x``.
+
+        Parameters
+        ----------
+        x : array_like
+            The point: a finite float array of the shape ``f`` was written for.
+
+        Returns
+        -------
+        ndarray
+            The gradient, shaped like ``x`` (a copy the caller may keep).
+
+        Raises
+        ------
+        TypeError
+            When ``x`` is not a float array, or ``f`` does not return a scalar array.
+        ValueError
+            When ``x`` has non-finite entries, or ``f`` does not return a scalar.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> obj = nad.Objective(lambda x: np.sum(x ** 3))
+        >>> obj.jac(np.array([1.0, 2.0]))
+        array([ 3., 12.])
+        """
+        grad = self._evaluate(self._check(x)).grad
+        assert grad is not None  # _evaluate computed it
+        return grad.copy()
 
     # ---- second order --------------------------------------------------------------------
     def _linearized(self, x: np.ndarray, k: int | None) -> tuple[Callable, tuple]:
@@ -217,6 +297,7 @@ class Objective:
         if key is not None:
             at.clear(key)
         if at.x is None:  # a large point's key is already a private copy
+            assert at.key is not None  # set above, or x is the current point
             kept = at.key[1]
             at.x = kept if kept.__class__ is np.ndarray else x.copy()
         at.products = True  # products at x use these residuals
@@ -234,9 +315,33 @@ class Objective:
         return linear
 
     def linearize_hessp(self, x: Any) -> Callable[[np.ndarray], np.ndarray]:
-        """The linear map ``V -> H V`` at ``x``, with the residuals at ``x`` computed once.
+        """Return the linear map ``V -> H V`` at ``x``; the residuals at ``x`` are made once.
 
-        ``V`` has shape ``x.shape`` or ``x.shape + (k,)``; the result has the shape of ``V``.
+        Parameters
+        ----------
+        x : array_like
+            The point: a finite float array of the shape ``f`` was written for.
+
+        Returns
+        -------
+        callable
+            ``V -> H(x) V`` for ``V`` of shape ``x.shape`` or ``x.shape + (k,)``; the
+            result has the shape of ``V``. It raises ValueError for another shape.
+
+        Raises
+        ------
+        TypeError
+            When ``x`` is not a float array, or ``f`` does not return a scalar array.
+        ValueError
+            When ``x`` has non-finite entries, or ``f`` does not return a scalar.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> obj = nad.Objective(lambda x: np.sum(x ** 3))
+        >>> hessp_at_x = obj.linearize_hessp(np.array([1.0, 2.0]))
+        >>> hessp_at_x(np.array([1.0, 0.0])), hessp_at_x(np.array([0.0, 1.0]))
+        (array([6., 0.]), array([ 0., 12.]))
         """
         x = self._check(x).copy()
         self._second_order = True
@@ -254,7 +359,35 @@ class Objective:
         return hessp_at_x
 
     def hessp(self, x: Any, p: Any) -> np.ndarray:
-        """``H(x) p`` for a vector ``p`` (shape of ``x``) or a frame ``P`` (``x.shape + (k,)``)."""
+        """Return ``H(x) p`` for a vector ``p`` or a frame of k vectors.
+
+        Parameters
+        ----------
+        x : array_like
+            The point: a finite float array of the shape ``f`` was written for.
+        p : array_like
+            A direction shaped like ``x``, or a frame of shape ``x.shape + (k,)``.
+
+        Returns
+        -------
+        ndarray
+            ``H(x) p``, shaped like ``p``.
+
+        Raises
+        ------
+        TypeError
+            When ``x`` is not a float array, or ``f`` does not return a scalar array.
+        ValueError
+            When ``p`` has another shape, ``x`` has non-finite entries, or ``f`` does
+            not return a scalar.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> obj = nad.Objective(lambda x: np.sum(x ** 3))
+        >>> obj.hessp(np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+        array([ 6., 12.])
+        """
         x = self._check(x)
         self._second_order = True
         if p.__class__ is np.ndarray and p.shape == x.shape and p.dtype is _FLOAT64:
@@ -288,7 +421,33 @@ class Objective:
         return linear_run(*known, p)[0]
 
     def hess(self, x: Any) -> np.ndarray:
-        """The dense Hessian, shape ``x.shape + x.shape``, from identity frames in chunks."""
+        """Return the dense Hessian at ``x``, from identity frames in chunks.
+
+        Parameters
+        ----------
+        x : array_like
+            The point: a finite float array of the shape ``f`` was written for.
+
+        Returns
+        -------
+        ndarray
+            ``H(x)``, of shape ``x.shape + x.shape``.
+
+        Raises
+        ------
+        TypeError
+            When ``x`` is not a float array, or ``f`` does not return a scalar array.
+        ValueError
+            When ``x`` has non-finite entries, or ``f`` does not return a scalar.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> obj = nad.Objective(lambda x: np.sum(x ** 3))
+        >>> obj.hess(np.array([1.0, 2.0]))
+        array([[ 6.,  0.],
+               [ 0., 12.]])
+        """
         x = self._check(x)
         n = x.size
         out = np.empty((n, n))

@@ -103,7 +103,10 @@ class Step:
 class Program:
     """An immutable straight-line program.
 
-    Attributes
+    Programs are made by :func:`newtonad.trace` and by the transforms; the constructor
+    checks the program (see :meth:`validate`).
+
+    Parameters
     ----------
     slots : tuple of Slot
         The abstract value of every slot, indexed by slot number.
@@ -113,6 +116,24 @@ class Program:
         The root slots, in call order.
     outputs : tuple of int
         The target slots, in return order (a slot may appear more than once).
+
+    Raises
+    ------
+    ValueError
+        When the program is malformed (see :meth:`validate`).
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> program = nad.trace(lambda x: np.sum(np.sin(x) * x), np.zeros(3))
+    >>> print(program)
+    program(s0:f64[3])
+      s1:f64[3] = sin(s0)
+      s2:f64[3] = mul(s1, s0)
+      s3:f64[] = reduce_sum(s2, axes=(0,))
+      return s3
+    >>> program
+    <Program 1 inputs, 3 steps, 1 outputs>
     """
 
     slots: tuple[Slot, ...]
@@ -136,7 +157,22 @@ class Program:
 
     @property
     def key(self) -> str:
-        """A stable hex digest of the whole program, constants to the last bit (for disk caches)."""
+        """A stable hex digest of the whole program, constants to the last bit.
+
+        Disk caches of compiled kernels are keyed by it.
+
+        Returns
+        -------
+        str
+            32 hexadecimal digits; equal programs have equal keys.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> program = nad.trace(lambda x: np.sum(np.sin(x) * x), np.zeros(3))
+        >>> len(program.key)
+        32
+        """
         h = hashlib.blake2b(str(self).encode(), digest_size=16)
         for step in self.steps:
             _feed_params(h, step.params)
@@ -144,14 +180,54 @@ class Program:
 
     @property
     def in_slots(self) -> tuple[Slot, ...]:
+        """The abstract values of the input slots, in call order.
+
+        Returns
+        -------
+        tuple of Slot
+            One per input.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> program = nad.trace(lambda x: np.sum(np.sin(x) * x), np.zeros(3))
+        >>> [str(slot) for slot in program.in_slots]
+        ['f64[3]']
+        """
         return tuple(self.slots[i] for i in self.inputs)
 
     @property
     def out_slots(self) -> tuple[Slot, ...]:
+        """The abstract values of the output slots, in return order.
+
+        Returns
+        -------
+        tuple of Slot
+            One per output.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> program = nad.trace(lambda x: np.sum(np.sin(x) * x), np.zeros(3))
+        >>> [str(slot) for slot in program.out_slots]
+        ['f64[]']
+        """
         return tuple(self.slots[i] for i in self.outputs)
 
     def validate(self) -> None:
-        """Check that every slot is written once, before it is read, with the right shape."""
+        """Check that every slot is written once, before it is read, with the right shape.
+
+        Raises
+        ------
+        ValueError
+            Naming the first slot or step at fault.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> program = nad.trace(lambda x: np.sum(np.sin(x) * x), np.zeros(3))
+        >>> program.validate()  # also run by the constructor
+        """
         written = set(self.inputs)
         if len(written) != len(self.inputs):
             raise ValueError("a slot is listed twice among the program's inputs")
@@ -171,7 +247,21 @@ class Program:
                 raise ValueError(f"output slot s{i} is never written")
 
     def consumers(self) -> dict[int, list[int]]:
-        """Map each slot to the indices of the steps that read it (fan-out)."""
+        """Map each slot to the indices of the steps that read it (fan-out).
+
+        Returns
+        -------
+        dict of int to list of int
+            Slot number -> indices (in ``steps``) of the steps reading it; slots no step
+            reads are absent.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> program = nad.trace(lambda x: np.sum(np.sin(x) * x), np.zeros(3))
+        >>> program.consumers()
+        {0: [0, 1], 1: [1], 2: [2]}
+        """
         users: dict[int, list[int]] = {}
         for n, step in enumerate(self.steps):
             for i in step.inputs:
@@ -197,6 +287,29 @@ class Program:
         Nodes are slots: inputs (roots) as double circles, outputs (targets) bold, each
         other slot labelled by the step that writes it. With ``backward=True`` every
         edge is reversed: the backpropagation graph, along which cotangents flow.
+
+        Parameters
+        ----------
+        name : str, optional
+            The graph's name in the Graphviz source.
+        backward : bool, optional
+            Reverse every edge (the backpropagation graph).
+
+        Returns
+        -------
+        str
+            Graphviz ``dot`` source; render it with ``dot -Tsvg``.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> program = nad.trace(lambda x: np.sum(np.sin(x) * x), np.zeros(3))
+        >>> print(program.to_dot())  # doctest: +ELLIPSIS
+        digraph program {
+          rankdir=LR;
+        ...
+          s2 -> s3;
+        }
         """
         writer = {step.output: step for step in self.steps}
         lines = [f"digraph {name} {{", "  rankdir=LR;", '  node [fontname="monospace"];']

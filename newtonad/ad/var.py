@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import sys
+from types import FrameType
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 import numpy as np
@@ -70,6 +71,18 @@ class TracerBoolError(TypeError):
     ...     print("use np.where")
     use np.where
     """
+
+
+def _refused_in_place(name: str) -> Callable[..., Any]:
+    """Var's method ``name``, which NumPy arrays run in place: refused with a hint."""
+    def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"x.{name}() {name}s in place, which cannot be traced; use "
+                        f"y = np.{name}(x, ...) instead")
+    refuse.__name__ = name
+    refuse.__qualname__ = f"Var.{name}"
+    refuse.__doc__ = (f"Traced version of numpy.ndarray.{name}: refused, it works in place.\n\n"
+                      f"Raises TypeError; use ``y = np.{name}(x, ...)`` instead.\n")
+    return refuse
 
 
 class Op:
@@ -286,8 +299,8 @@ class Var:
     def __le__(self, other): return UFUNCS["less_equal"](self, other)
     def __gt__(self, other): return UFUNCS["greater"](self, other)
     def __ge__(self, other): return UFUNCS["greater_equal"](self, other)
-    def __eq__(self, other): return UFUNCS["equal"](self, other)  # type: ignore[override]
-    def __ne__(self, other): return UFUNCS["not_equal"](self, other)  # type: ignore[override]
+    def __eq__(self, other): return UFUNCS["equal"](self, other)
+    def __ne__(self, other): return UFUNCS["not_equal"](self, other)
     def __and__(self, other): return UFUNCS["logical_and"](self, other)
     def __or__(self, other): return UFUNCS["logical_or"](self, other)
     def __invert__(self): return UFUNCS["logical_not"](self)
@@ -449,18 +462,8 @@ class Var:
         one = len(axes) == 1 and not isinstance(axes[0], int)
         return FUNCTIONS[np.transpose](self, None if not axes else (axes[0] if one else axes))
 
-    def _in_place(name: str):  # noqa: N805 (a helper of the class body)
-        def refuse(self, *args, **kwargs):
-            raise TypeError(f"x.{name}() {name}s in place, which cannot be traced; use "
-                            f"y = np.{name}(x, ...) instead")
-        refuse.__name__ = refuse.__qualname__ = name
-        refuse.__doc__ = (f"Traced version of numpy.ndarray.{name}: refused, it works in place.\n\n"
-                          f"Raises TypeError; use ``y = np.{name}(x, ...)`` instead.\n")
-        return refuse
-
-    sort = _in_place("sort")
-    partition = _in_place("partition")
-    del _in_place
+    sort = _refused_in_place("sort")
+    partition = _refused_in_place("partition")
 
     def nonzero(self):
         """Traced version of numpy.ndarray.nonzero: refused, the result's size depends on values.
@@ -562,7 +565,7 @@ def _with_scipy_hint(message: str) -> str:
 def _library_entry() -> tuple[str, str] | None:
     """``(package, name)`` of the NumPy or SciPy function the user's code called, when the
     innermost frames outside newtonad are that library's (else ``None``)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and _package(frame) == "newtonad":
         frame = frame.f_back
     entry = None
