@@ -144,8 +144,8 @@ class PeakMemory:
     timeout = 300
 
     def track_memory_ratio(self, system, problem):
-        out = subprocess.run([sys.executable, compare.__file__, "--quick", "--memory", system, problem],
-                             capture_output=True, text=True, check=True)
+        command = [sys.executable, compare.__file__, "--quick", "--memory", system, problem]
+        out = subprocess.run(command, capture_output=True, text=True, check=True)
         import json
 
         m = json.loads(out.stdout.strip().splitlines()[-1])

@@ -25,7 +25,8 @@ DELAY = 2e-4
 METHODS = ["newton-cg", "trust-ncg", "trust-krylov", "trust-exact",
            "scipy:newton-cg", "scipy:trust-ncg", "scipy:trust-krylov", "scipy:trust-exact"]
 #: (name in newtonad.problems, n or None for the default)
-PROBLEMS = {"rosenbrock": ("rosenbrock", None), "chained-rosenbrock-100": ("chained-rosenbrock", 100)}
+PROBLEMS = {"rosenbrock": ("rosenbrock", None),
+            "chained-rosenbrock-100": ("chained-rosenbrock", 100)}
 VARIANTS = ["fast", "slow"]
 
 

@@ -180,7 +180,8 @@ def newtonad_system(engine: str):
             def hessp_same_x():  # what a CG iteration does: the linearisation is reused
                 return obj.hessp(xs[0], p)
 
-            extra = {"objective jac, new x each call": jac, "objective hessp, new x each call": hessp,
+            extra = {"objective jac, new x each call": jac,
+                     "objective hessp, new x each call": hessp,
                      "objective hessp, same x": hessp_same_x}
         return ops, hvp, linearized, results, extra
 
@@ -205,14 +206,16 @@ def hand_system():
             def linearized(k, V):
                 diag, off, out = empty_aligned_like(x), empty_aligned_like(x), empty_aligned_like(V)
                 H.rosen_linearize(x, diag, off)
-                return (lambda: H.rosen_linearize(x, diag, off)), (lambda: (H.rosen_linear_apply(diag, off, V, out), out)[1])
+                return ((lambda: H.rosen_linearize(x, diag, off)),
+                        (lambda: (H.rosen_linear_apply(diag, off, V, out), out)[1]))
         elif kind == "logistic":
             X, y, lam = args
             lamf = float(lam)
             g, d = empty_aligned_like(x), np.empty(X.shape[0])
             ops = {"f": lambda: H.logistic_value(x, X, y, lamf),
                    "vg": lambda: H.logistic_value_and_grad(x, X, y, lamf, g)}
-            results = {"vg": lambda: [np.array(H.logistic_value_and_grad(x, X, y, lamf, g)), g.copy()]}
+            results = {"vg": lambda: [np.array(H.logistic_value_and_grad(x, X, y, lamf, g)),
+                                      g.copy()]}
 
             def hvp(k, V):
                 out = empty_aligned_like(V)
@@ -221,11 +224,13 @@ def hand_system():
             def linearized(k, V):
                 out = empty_aligned_like(V)
                 H.logistic_linearize(x, X, y, d)
-                return (lambda: H.logistic_linearize(x, X, y, d)), (lambda: (H.logistic_linear_apply(d, X, lamf, V, out), out)[1])
+                return ((lambda: H.logistic_linearize(x, X, y, d)),
+                        (lambda: (H.logistic_linear_apply(d, X, lamf, V, out), out)[1]))
         else:
             h = float(args[0])
             g = empty_aligned_like(x)
-            ops = {"f": lambda: H.surface_value(x, h), "vg": lambda: H.surface_value_and_grad(x, h, g)}
+            ops = {"f": lambda: H.surface_value(x, h),
+                   "vg": lambda: H.surface_value_and_grad(x, h, g)}
             results = {"vg": lambda: [np.array(H.surface_value_and_grad(x, h, g)), g.copy()]}
 
             def hvp(k, V):
@@ -235,7 +240,8 @@ def hand_system():
             def linearized(k, V):
                 Hm, out = np.empty(x.shape + (3,)), empty_aligned_like(V)
                 H.surface_linearize(x, h, Hm)
-                return (lambda: H.surface_linearize(x, h, Hm)), (lambda: (H.surface_linear_apply(Hm, V, out), out)[1])
+                return ((lambda: H.surface_linearize(x, h, Hm)),
+                        (lambda: (H.surface_linear_apply(Hm, V, out), out)[1]))
         extra = {}
         if kind == "rosen" and spec["n"] == 2:
             # the hand kernels have no Objective: their raw calls are the floor
@@ -256,12 +262,15 @@ def jax_system():
 
         kind = spec["kind"]
         if kind == "rosen":
-            f = lambda x: jnp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+            def f(x):
+                return jnp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
         elif kind == "logistic":
-            f = lambda w, X, y, lam: jnp.sum(jnp.logaddexp(0, -y * (X @ w))) + 0.5 * lam * (w @ w)
+            def f(w, X, y, lam):
+                return jnp.sum(jnp.logaddexp(0, -y * (X @ w))) + 0.5 * lam * (w @ w)
         else:
-            f = lambda u, h: jnp.sum(jnp.sqrt(1 + ((u[1:, :-1] - u[:-1, :-1]) * h) ** 2
-                                              + ((u[:-1, 1:] - u[:-1, :-1]) * h) ** 2))
+            def f(u, h):
+                return jnp.sum(jnp.sqrt(1 + ((u[1:, :-1] - u[:-1, :-1]) * h) ** 2
+                                        + ((u[:-1, 1:] - u[:-1, :-1]) * h) ** 2))
         jx, jargs = jnp.asarray(x), tuple(jnp.asarray(a) for a in args)
         fv = jax.jit(f)
         vg = jax.jit(jax.value_and_grad(f))
@@ -270,7 +279,8 @@ def jax_system():
         results = {"vg": lambda: [np.asarray(a) for a in vg(jx, *jargs)]}
 
         def hvp_frame(x, V, *a):
-            g = lambda x: jax.grad(f)(x, *a)
+            def g(x):
+                return jax.grad(f)(x, *a)
             return jax.vmap(lambda v: jax.jvp(g, (x,), (v,))[1], in_axes=-1, out_axes=-1)(V)
 
         jh = jax.jit(hvp_frame)
@@ -284,8 +294,11 @@ def jax_system():
             setup = jax.jit(lambda x, *a: jax.linearize(lambda x: jax.grad(f)(x, *a), x)[1])
             lin = setup(jx, *jargs)
             apply = jax.jit(jax.vmap(lin, in_axes=-1, out_axes=-1))
-            return (lambda: jax.block_until_ready(jax.linearize(lambda z: jax.grad(f)(z, *jargs), jx))), \
-                (lambda: apply(jV).block_until_ready())
+
+            def relinearize():
+                return jax.block_until_ready(jax.linearize(lambda z: jax.grad(f)(z, *jargs), jx))
+
+            return relinearize, (lambda: apply(jV).block_until_ready())
 
         return ops, hvp, linearized, results, {}
 
@@ -300,12 +313,16 @@ def torch_system():
         torch.set_default_dtype(torch.float64)
         kind = spec["kind"]
         if kind == "rosen":
-            f = lambda x: torch.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+            def f(x):
+                return torch.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
         elif kind == "logistic":
-            f = lambda w, X, y, lam: torch.sum(torch.logaddexp(torch.zeros(()), -y * (X @ w))) + 0.5 * lam * (w @ w)
+            def f(w, X, y, lam):
+                return (torch.sum(torch.logaddexp(torch.zeros(()), -y * (X @ w)))
+                        + 0.5 * lam * (w @ w))
         else:
-            f = lambda u, h: torch.sum(torch.sqrt(1 + ((u[1:, :-1] - u[:-1, :-1]) * h) ** 2
-                                                  + ((u[:-1, 1:] - u[:-1, :-1]) * h) ** 2))
+            def f(u, h):
+                return torch.sum(torch.sqrt(1 + ((u[1:, :-1] - u[:-1, :-1]) * h) ** 2
+                                            + ((u[:-1, 1:] - u[:-1, :-1]) * h) ** 2))
         tx, targs = torch.from_numpy(x), tuple(torch.from_numpy(np.asarray(a)) for a in args)
         from torch.func import grad_and_value
 
@@ -315,7 +332,9 @@ def torch_system():
 
         def hvp(k, V):
             tV = torch.from_numpy(V)
-            g = lambda x: grad(f)(x, *targs)
+
+            def g(x):
+                return grad(f)(x, *targs)
             frame = vmap(lambda v: jvp(g, (tx,), (v,))[1], in_dims=-1, out_dims=-1)
             return lambda: frame(tV)
 
@@ -331,12 +350,15 @@ def autograd_system():
 
         kind = spec["kind"]
         if kind == "rosen":
-            f = lambda x: anp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+            def f(x):
+                return anp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
         elif kind == "logistic":
-            f = lambda w, X, y, lam: anp.sum(anp.logaddexp(0, -y * anp.dot(X, w))) + 0.5 * lam * anp.dot(w, w)
+            def f(w, X, y, lam):
+                return anp.sum(anp.logaddexp(0, -y * anp.dot(X, w))) + 0.5 * lam * anp.dot(w, w)
         else:
-            f = lambda u, h: anp.sum(anp.sqrt(1 + ((u[1:, :-1] - u[:-1, :-1]) * h) ** 2
-                                              + ((u[:-1, 1:] - u[:-1, :-1]) * h) ** 2))
+            def f(u, h):
+                return anp.sum(anp.sqrt(1 + ((u[1:, :-1] - u[:-1, :-1]) * h) ** 2
+                                        + ((u[:-1, 1:] - u[:-1, :-1]) * h) ** 2))
         vg = autograd.value_and_grad(f)
         ops = {"f": lambda: f(x, *args), "vg": lambda: vg(x, *args)}
         results = {"vg": lambda: list(vg(x, *args))}
@@ -373,8 +395,8 @@ def worker(system: str, quick: bool, budget: float, only: list[str] | None = Non
         ops, hvp, linearized, results, extra = BUILDERS[system](spec, x, args, max(kset))
         ref_f, ref_g = reference_vg(spec, x, args)
         f_got, g_got = results["vg"]()
-        err = max(abs(float(f_got) - ref_f) / max(1.0, abs(ref_f)),
-                  float(np.max(np.abs(np.asarray(g_got) - ref_g)) / max(1.0, np.max(np.abs(ref_g)))))
+        g_err = np.max(np.abs(np.asarray(g_got) - ref_g)) / max(1.0, np.max(np.abs(ref_g)))
+        err = max(abs(float(f_got) - ref_f) / max(1.0, abs(ref_f)), float(g_err))
         out[f"{name}|check vg rel err"] = err
         for key, fn in ops.items():
             out[f"{name}|{key}"] = median_time(fn, budget)
@@ -536,7 +558,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--budget", type=float, default=None, help="seconds per measure")
     ap.add_argument("--json", help="also write the raw medians here")
     ap.add_argument("--threads", type=int, default=1,
-                    help="cores, BLAS and numba threads of every worker (default 1: serial, like the hand kernels)")
+                    help="cores, BLAS and numba threads of every worker "
+                         "(default 1: serial, like the hand kernels)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="run every system this many times, taking turns, and keep the best "
                          "median of each measure (default 1)")
@@ -569,7 +592,8 @@ def main(argv: list[str] | None = None) -> None:
             for key, value in got.items():  # the best median over rounds
                 results[s][key] = value if key not in results[s] else min(results[s][key], value)
     for s in systems:
-        big = [p for p in chosen if p in ("rosen-1e5" if ns.quick else "rosen-1e6", "surface", "logistic")]
+        largest = ("rosen-1e5" if ns.quick else "rosen-1e6", "surface", "logistic")
+        big = [p for p in chosen if p in largest]
         for p in big:
             m = run_worker(["--memory", s, p, *flag], ns.threads)
             if m:

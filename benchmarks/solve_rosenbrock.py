@@ -50,7 +50,10 @@ def chained_start(n: int) -> np.ndarray:
 
 
 class HandRosenbrock:
-    """scipy callbacks from the hand-fused numba kernels, each allocating its output as scipy expects."""
+    """scipy callbacks from the hand-fused numba kernels.
+
+    Each allocates its output, as scipy expects.
+    """
 
     def __init__(self, n: int) -> None:
         sys.path.insert(0, str(HERE))  # numba's disk cache knows the kernels as module hand_numba

@@ -56,7 +56,8 @@ class Builder:
         self.outputs.extend(slots)
 
     def build(self) -> Program:
-        return Program(tuple(self.slots), tuple(self.steps), tuple(self.inputs), tuple(self.outputs))
+        return Program(tuple(self.slots), tuple(self.steps), tuple(self.inputs),
+                       tuple(self.outputs))
 
 
 # ---- objectives with analytic derivatives ---------------------------------------------------

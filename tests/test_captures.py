@@ -67,7 +67,8 @@ def test_module_global_scalar_every_entry_point(restore_globals):
         assert vg(X)[0] == pytest.approx(value * np.sum(X ** 2))
         np.testing.assert_allclose(nad.hvp(_quadratic, X, V, **NP), 2 * value * V)
         np.testing.assert_allclose(nad.hessian(_quadratic, **NP)(X), 2 * value * np.eye(3))
-        np.testing.assert_allclose(nad.jacobian(nad.grad(_quadratic), **NP)(X), 2 * value * np.eye(3))
+        np.testing.assert_allclose(nad.jacobian(nad.grad(_quadratic), **NP)(X),
+                                   2 * value * np.eye(3))
         np.testing.assert_allclose(obj.jac(X), 2 * value * X)
         assert obj.fun(X) == pytest.approx(value * np.sum(X ** 2))
         np.testing.assert_allclose(obj.hessp(X, V), 2 * value * V)

@@ -185,7 +185,8 @@ def test_integer_and_bool_slots():
     b.op("cumsum", i, axis=1, reverse=False, out=True)
     b.op("exp", i, out=True)
     ints = rng.integers(-5, 6, size=(4, 3))
-    assert_agree(b.build(), ints, rng.integers(-3, 4, size=3).astype(np.int64) + 7, rng.normal(size=(4, 3)))
+    assert_agree(b.build(), ints, rng.integers(-3, 4, size=3).astype(np.int64) + 7,
+                 rng.normal(size=(4, 3)))
 
 
 # ---- reductions and structure -----------------------------------------------------------------
@@ -273,13 +274,15 @@ def test_einsum_blas_and_loops():
     G = b.input((4, 3, 2))
     s = b.input(())
     for spec, a, c in [("ij,jk->ik", A, B), ("ij,j->i", A, v), ("i,i->", v, v), ("ij,i->j", A, w),
-                       ("ij,ja->ia", A, F), ("ia,ij->ja", b.op("exp", b.op("reshape", w, shape=(4, 1))), A),
+                       ("ij,ja->ia", A, F),
+                       ("ia,ij->ja", b.op("exp", b.op("reshape", w, shape=(4, 1))), A),
                        ("ija,ij->ja", G, A), ("jk,ij->ki", B, A), ("i,j->ij", w, v),
                        ("ij,ij->i", A, A), ("ijk,jk->i", G, F), ("ij,kj->ik", A, A),
                        ("ij,->ij", A, s), ("ia,a->ia", F, b.const([1.0, -2.0]))]:
         b.op("einsum", a, c, spec=spec, out=True)
     assert_agree(b.build(), rng.normal(size=(4, 3)), rng.normal(size=(3, 5)), rng.normal(size=3),
-                 rng.normal(size=4), rng.normal(size=(3, 2)), rng.normal(size=(4, 3, 2)), np.array(1.5))
+                 rng.normal(size=4), rng.normal(size=(3, 2)), rng.normal(size=(4, 3, 2)),
+                 np.array(1.5))
 
 
 def test_stored_slot_fed_by_opaque_steps():
@@ -287,7 +290,8 @@ def test_stored_slot_fed_by_opaque_steps():
     b = Builder()
     x = b.input((5,))
     V = b.input((5, 5))
-    e1 = b.op("einsum", b.op("mul", V, b.op("reshape", b.op("cos", x), shape=(5, 1))), x, spec="ia,j->ija")
+    cos_column = b.op("reshape", b.op("cos", x), shape=(5, 1))
+    e1 = b.op("einsum", b.op("mul", V, cos_column), x, spec="ia,j->ija")
     e2 = b.op("einsum", b.op("sin", x), V, spec="i,ja->ija")
     b.op("reshape", b.op("add", e1, e2), shape=(25, 5), out=True)
     assert_agree(b.build(), rng.normal(size=5), rng.normal(size=(5, 5)))
@@ -397,7 +401,8 @@ def test_small_frames_are_written_out_column_by_column(stencil):
     small = nodes(unroll)
     assert {ir.Comment(f"i2 = {c}") for c in range(unroll)} <= set(small)
     # frames are stored through flat views, at literal strides, column by column
-    stores = [s.target for s in small if isinstance(s, ir.Assign) and isinstance(s.target, ir.FlatLoad)]
+    stores = [s.target for s in small
+              if isinstance(s, ir.Assign) and isinstance(s.target, ir.FlatLoad)]
     assert {t.terms[-1][0] for t in stores} >= {(None, 0, c) for c in range(unroll)}
     wide = nodes(unroll + 1)
     assert not any(isinstance(s, ir.Comment) and s.text.startswith("i2 = ") for s in wide)
@@ -471,9 +476,10 @@ def random_program(seed: int) -> Program:
     r = np.random.default_rng(seed)
     b = Builder()
     pool = []  # (slot, shape)
-    x = b.input((4, 3)); pool.append(x)
-    f = b.input((4, 3, 2)); pool.append(f)
-    v = b.input((3,)); pool.append(v)
+    x = b.input((4, 3))
+    f = b.input((4, 3, 2))
+    v = b.input((3,))
+    pool.extend([x, f, v])
     def sh(i): return b.slots[i].shape
     for _ in range(r.integers(8, 20)):
         a = pool[r.integers(len(pool))]
@@ -487,13 +493,17 @@ def random_program(seed: int) -> Program:
                 np.broadcast_shapes(sh(a), sh(c))
                 out = b.op(["add", "mul", "sub", "maximum"][r.integers(4)], a, c)
             elif kind == 6 and len(sh(a)) >= 1:
-                axes = tuple(sorted(set(r.integers(0, len(sh(a)), size=r.integers(1, len(sh(a)) + 1)).tolist())))
+                count = r.integers(1, len(sh(a)) + 1)
+                axes = tuple(sorted(set(r.integers(0, len(sh(a)), size=count).tolist())))
                 out = b.op(["reduce_sum", "reduce_max"][r.integers(2)], a, axes=axes)
             elif kind == 7 and len(sh(a)) >= 1 and sh(a)[0] > 1:
                 n = sh(a)[0]
                 sl = ((1, n, 1),) if r.random() < 0.5 else ((n - 1, None, -1),)
                 s = b.op("slice", a, slices=sl)
-                out = b.op("unslice", b.op("sin", s), shape=(n,) , slices=sl) if r.random() < 0.5 else s
+                if r.random() < 0.5:
+                    out = b.op("unslice", b.op("sin", s), shape=(n,), slices=sl)
+                else:
+                    out = s
             elif kind == 8 and len(sh(a)) >= 2:
                 perm = tuple(r.permutation(len(sh(a))).tolist())
                 out = b.op("transpose", a, perm=perm)
@@ -502,7 +512,8 @@ def random_program(seed: int) -> Program:
             elif kind == 10 and len(sh(a)) == 2:
                 out = b.op("einsum", a, b.op("cos", a), spec="ij,kj->ik")
             elif kind == 11 and len(sh(a)) >= 1:
-                out = b.op("cumsum", a, axis=int(r.integers(len(sh(a)))), reverse=bool(r.random() < 0.5))
+                out = b.op("cumsum", a, axis=int(r.integers(len(sh(a)))),
+                           reverse=bool(r.random() < 0.5))
             else:
                 continue
         except (ValueError, TypeError):
@@ -523,7 +534,8 @@ def random_program(seed: int) -> Program:
 def test_random_programs(seed):
     program = random_program(seed)
     r = np.random.default_rng(seed)
-    assert_agree(program, r.normal(size=(4, 3)), r.normal(size=(4, 3, 2)), r.normal(size=3), rtol=1e-11)
+    assert_agree(program, r.normal(size=(4, 3)), r.normal(size=(4, 3, 2)), r.normal(size=3),
+                 rtol=1e-11)
 
 
 # ---- the runner's contract ----------------------------------------------------------------------
@@ -554,7 +566,8 @@ def test_outputs_are_fresh_unless_reuse_is_asked_for(small_run):
 
 
 @pytest.mark.parametrize("shape, dtype, zero", [((), "float64", False), ((3,), "int64", True),
-                                                 ((1000, 64), "float64", False), ((0,), "bool", True)])
+                                                 ((1000, 64), "float64", False),
+                                                 ((0,), "bool", True)])
 def test_aligned_array(shape, dtype, zero):
     from newtonad.ad.engine.numba_buffers import ALIGN_BYTES, aligned_array
 
@@ -573,8 +586,9 @@ def test_large_outputs_and_arenas_start_on_a_cache_line():
     assert run(x, V)[0].ctypes.data % 64 == 0  # fresh output: 64 KB
     assert run.reusing_outputs()(x, V)[0].ctypes.data % 64 == 0
     # a program with intermediates in an arena: X @ V and tanh's derivative
-    f = lambda w, X: np.sum(np.tanh(X @ w))  # noqa: E731
-    run = compile_program(tf.hvp_program(nad.trace(f, np.zeros(50), np.zeros((300, 50))), 4), "numba")
+    f = lambda w, X: np.sum(np.tanh(X @ w))
+    run = compile_program(tf.hvp_program(nad.trace(f, np.zeros(50), np.zeros((300, 50))), 4),
+                          "numba")
     arenas = [v for k, v in run.__globals__.items() if re.fullmatch(r"A\d+", k)]
     assert arenas and all(a.ctypes.data % 64 == 0 for a in arenas)
 
@@ -606,7 +620,8 @@ def test_unknown_primitive_falls_back_to_numpy():
     from newtonad.ad.engine import numba_engine
 
     name = "_engine_test_mystery"
-    prim = P.REGISTRY.get(name) or P.Primitive(name, impl=lambda x: x * 2.0 + 1.0, shape=lambda x: x)
+    prim = P.REGISTRY.get(name) or P.Primitive(name, impl=lambda x: x * 2.0 + 1.0,
+                                               shape=lambda x: x)
     b = Builder()
     x = b.input((3,))
     b.op(name, b.op("exp", x), out=True)

@@ -139,7 +139,8 @@ def test_row_reductions_run_in_parallel(small_gate):
 
     X = np.random.default_rng(0).normal(size=(200, 7))
     kernel = check(tf.value_and_grad_program(nad.trace(f, X)), (X,))
-    assert any("reduce_sum" in s and "axes=(1,)" in s for s in parallel_steps(kernel)), kernel.source
+    steps = parallel_steps(kernel)
+    assert any("reduce_sum" in s and "axes=(1,)" in s for s in steps), kernel.source
 
 
 def test_column_reductions_stay_serial(small_gate):
@@ -251,7 +252,8 @@ def test_forked_process_runs_parallel_kernels():
     n = 600_000  # parallel under the shipped gate, on any layer
     x = np.linspace(-1, 1, n)
     program = tf.value_and_grad_program(nad.trace(rosen, x))
-    run = numba_engine.compile_program(program, LoweringOptions.current().replace(parallel_threads=2))
+    options = LoweringOptions.current().replace(parallel_threads=2)
+    run = numba_engine.compile_program(program, options)
     assert "parallel=True" in run.source
     expected = float(np.sum(run(x)[1]))
     pool = multiprocessing.get_context("fork").Pool(1)

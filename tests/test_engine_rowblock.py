@@ -104,7 +104,8 @@ def test_logistic_value_and_grad(small_blocks, m):
     program = tf.value_and_grad_program(traced(logistic, w, args))
     kernel = check(program, (w, *args), [(BLOCK, m)])
     # X @ w and X.T @ u share the block of X; the loss is summed over blocks
-    products = [s for s, _ in ir.walk(kernel.body) if isinstance(s, ir.Line) and s.text.startswith("np.dot(k")]
+    products = [s for s, _ in ir.walk(kernel.body)
+                if isinstance(s, ir.Line) and s.text.startswith("np.dot(k")]
     assert len(products) == 3, kernel.source
 
 

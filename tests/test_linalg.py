@@ -366,7 +366,8 @@ def test_norm_zero_counts_nonzeros_with_zero_derivative():
 def test_norm_flattened_and_keepdims_defaults():
     x = normal(2, 3, 4)
     for kw in ({}, {"keepdims": True}):
-        assert_close(traced_value(lambda x: np.linalg.norm(x, **kw), x), np.linalg.norm(x, **kw))
+        assert_close(traced_value(lambda x, kw=kw: np.linalg.norm(x, **kw), x),
+                     np.linalg.norm(x, **kw))
     check_hvp(lambda x: np.linalg.norm(x), x)
 
 

@@ -23,7 +23,8 @@ def x_of(*shape, low=None):
 
 # (id, f, x): f is ordinary NumPy code; it runs on arrays (reference) and traces.
 CASES = [
-    ("operators", lambda x: (2 * x - x / 3 + 1) ** 2 - (-x) + abs(x) + x ** 3 / (1 + x * x), x_of(5)),
+    ("operators", lambda x: (2 * x - x / 3 + 1) ** 2 - (-x) + abs(x) + x ** 3 / (1 + x * x),
+     x_of(5)),
     ("rpow", lambda x: 2.0 ** x + x ** 0.5, x_of(4, low=0.5)),
     ("ufuncs", lambda x: np.exp(np.sin(x)) + np.log1p(x ** 2) + np.tanh(x) * np.cosh(x / 3)
      + np.arctan(x) + np.expm1(x / 4) + np.sinh(x / 2) + np.cos(x) + np.square(x), x_of(6)),
@@ -37,15 +38,16 @@ CASES = [
     ("mean_var_std", lambda x: np.mean(x, axis=1) + np.var(x, axis=1) + np.std(x, axis=1, ddof=1)
      + x.mean(), x_of(3, 5)),
     ("prod", lambda x: np.prod(x, axis=0) + x.prod(), x_of(3, 2, low=0.5)),
-    ("max_min", lambda x: np.max(x, axis=1) + np.min(x, axis=0)[:4] + x.max() + np.amin(x), x_of(4, 5)),
+    ("max_min", lambda x: np.max(x, axis=1) + np.min(x, axis=0)[:4] + x.max() + np.amin(x),
+     x_of(4, 5)),
     ("cumsum_diff", lambda x: np.cumsum(x ** 2) + np.pad(np.diff(x, n=2), (1, 1)), x_of(6)),
     ("cumsum_axis", lambda x: np.cumsum(x, axis=1) * x, x_of(3, 4)),
     ("logsumexp", lambda x: nad.numpy.logsumexp(x, axis=1), x_of(3, 4)),
     ("dot_matmul", lambda x: np.dot(A, x) + A @ x + (x @ A.T @ A)[0] + np.matmul(A, x), x_of(3)),
     ("matmul_2d", lambda x: (x.reshape(3, 2).T @ A.T) @ A, x_of(6)),
     ("matmul_batch", lambda x: np.matmul(x.reshape(2, 4, 3), B), x_of(24)),
-    ("vdot_inner_outer", lambda x: np.vdot(x, x) + np.inner(x, x[::-1]) + np.outer(x, x).sum(axis=0),
-     x_of(4)),
+    ("vdot_inner_outer",
+     lambda x: np.vdot(x, x) + np.inner(x, x[::-1]) + np.outer(x, x).sum(axis=0), x_of(4)),
     ("einsum", lambda x: np.einsum("ij,jk,k->i", x.reshape(2, 3), A.T, x[:4]), x_of(6)),
     ("einsum_implicit", lambda x: np.einsum("ij,jk", x.reshape(2, 3), A.T), x_of(6)),
     ("tensordot", lambda x: np.tensordot(B, x.reshape(4, 2), axes=([2], [0])), x_of(8)),
@@ -58,7 +60,8 @@ CASES = [
      + np.transpose(x.reshape(2, 3, 4), (1, 0, 2))[1].sum(axis=0)[:2], x_of(24)),
     ("reshape_family", lambda x: np.expand_dims(x, 0).squeeze() + np.ravel(x.reshape(2, -1).T)
      + np.broadcast_to(x[:1], (6,)) + np.atleast_2d(x)[0] + x.flatten(), x_of(6)),
-    ("concat_stack", lambda x: np.concatenate([x, x ** 2]) + np.stack([x, -x], axis=1).sum(axis=1).repeat(2)
+    ("concat_stack",
+     lambda x: np.concatenate([x, x ** 2]) + np.stack([x, -x], axis=1).sum(axis=1).repeat(2)
      + np.hstack([x, x]) + np.vstack([x, x]).ravel(), x_of(3)),
     ("flip_roll_tile_repeat", lambda x: np.flip(x) * np.roll(x, 2) + np.tile(x[:2], 2)
      + np.repeat(x[:2], 2) + np.roll(x.reshape(2, 2), 1, axis=1).ravel(), x_of(4)),
@@ -72,7 +75,8 @@ CASES = [
      + x[0, [1, 2]].sum() + x[[0, 1], 2].sum(), x_of(4, 4)),
     ("nonadjacent_indexing", lambda x: x[[0, 1], :, [1, 0]], x_of(2, 3, 2)),
     ("bool_const_mask", lambda x: x[np.array([True, False, True, True])] * 2, x_of(4)),
-    ("take", lambda x: np.take(x, [2, 0, 2]) + np.take(x.reshape(2, 2), [1], axis=1).ravel()[0], x_of(4)),
+    ("take", lambda x: np.take(x, [2, 0, 2]) + np.take(x.reshape(2, 2), [1], axis=1).ravel()[0],
+     x_of(4)),
     ("like_and_astype", lambda x: np.zeros_like(x) + np.ones_like(x) * x + np.full_like(x, 2.0)
      + (x > 0).astype(float) * x + x.astype(np.float64), x_of(4)),
     ("ufunc_reduce", lambda x: np.add.reduce(x) + np.maximum.reduce(x), x_of(4)),
@@ -123,7 +127,8 @@ def test_array_of_traced_scalars_via_newtonad_numpy():
     f = lambda x: np.sum(residuals(x) ** 2)
     x = np.array([-1.2, 1.0])
     assert_allclose_grad = nad.grad(f)(x)
-    expected = np.array([-400 * x[0] * (x[1] - x[0] ** 2) - 2 * (1 - x[0]), 200 * (x[1] - x[0] ** 2)])
+    expected = np.array([-400 * x[0] * (x[1] - x[0] ** 2) - 2 * (1 - x[0]),
+                         200 * (x[1] - x[0] ** 2)])
     np.testing.assert_allclose(assert_allclose_grad, expected, rtol=1e-13)
     # NumPy's own np.array of traced entries builds the same array (an object array of
     # Vars, folded into one traced array by the first primitive it meets)

@@ -399,8 +399,8 @@ def test_integer_results_match_numpy_and_have_no_tangent():
     for f in (lambda v: np.argsort(v, axis=1), lambda v: np.argsort(v, axis=0, kind="stable"),
               lambda v: v.argsort(axis=None), lambda v: np.argmax(v, axis=1),
               lambda v: v.argmin(), lambda v: np.argpartition(v, 1, axis=1)):
-        program = nad.trace(lambda v: f(v) * 1.0, x)
-        value, tangent = nad.jvp(lambda v: f(v) * 1.0, x, np.ones(x.shape))
+        program = nad.trace(lambda v, f=f: f(v) * 1.0, x)
+        value, tangent = nad.jvp(lambda v, f=f: f(v) * 1.0, x, np.ones(x.shape))
         np.testing.assert_array_equal(value, f(x))
         np.testing.assert_array_equal(tangent, 0.0)
         assert program.out_slots[0].dtype == "float64"
@@ -434,7 +434,7 @@ def test_split_errors_match_numpy():
         with pytest.raises(ValueError) as numpy_error:
             f(XN)
         with pytest.raises(ValueError) as ours:
-            traced_value(lambda v: f(v)[0], XN)
+            traced_value(lambda v, f=f: f(v)[0], XN)
         assert str(ours.value) == str(numpy_error.value)
 
 

@@ -92,7 +92,8 @@ def test_convex_quadratic_any_shape(method):
     a = random_spd(rng, 12, cond=1e3)
     b = rng.standard_normal(12)
     obj = quadratic(a, b)
-    shaped = AnalyticObjective(lambda x: obj._f(x.ravel()), lambda x: obj._grad(x.ravel()).reshape(3, 4),
+    shaped = AnalyticObjective(lambda x: obj._f(x.ravel()),
+                               lambda x: obj._grad(x.ravel()).reshape(3, 4),
                                lambda x: (lambda v: (a @ v.reshape(12, -1)).reshape(v.shape)))
     res = minimize(shaped, np.zeros((3, 4)), method=method, options={"gtol": 1e-10})
     assert res.success, res.message
@@ -471,7 +472,8 @@ def test_delegates_lbfgsb_with_bounds_and_shape():
     assert res.x[0] == pytest.approx(0.5)
     # shaped x0 with a Bounds object shaped like it
     obj = rosenbrock()
-    shaped = AnalyticObjective(lambda x: rosen(x.ravel()), lambda x: rosen_der(x.ravel()).reshape(x.shape),
+    shaped = AnalyticObjective(lambda x: rosen(x.ravel()),
+                               lambda x: rosen_der(x.ravel()).reshape(x.shape),
                                lambda x: obj._op(x.ravel()))
     res2 = minimize(shaped, np.array([[-1.2, 1.0]]), method="L-BFGS-B",
                     bounds=so.Bounds(np.array([[-2.0, -2.0]]), np.array([[0.5, 2.0]])))

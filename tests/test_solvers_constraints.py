@@ -148,7 +148,7 @@ def test_vector_constraint_built_with_np_array():
         return np.array([0.6 - x[0], 1.0 - x[0] ** 2 - x[1] ** 2])
 
     for method in ("SLSQP", "trust-constr"):
-        res, fallbacks = strict(lambda: nad.minimize(
+        res, fallbacks = strict(lambda method=method: nad.minimize(
             objective, X0, method=method, constraints=NonlinearConstraint(box, 0.0, np.inf)))
         assert len(fallbacks) <= 1
         assert res.success, res.message

@@ -230,7 +230,8 @@ def test_wolfe_first_step_shortcut_matches_dcsrch(f_prev, direction):
     p = -np.linalg.solve(rosen_hess(x), g) if direction == "newton" else -g * 1e-3
     f0, slope = rosen(x), float(g @ p)
     ours = wolfe(rosen, rosen_der, x, p, f0, slope, f_prev)
-    ref = scalar_search_wolfe1(lambda s: rosen(x + s * p), lambda s: float(rosen_der(x + s * p) @ p),
+    ref = scalar_search_wolfe1(lambda s: rosen(x + s * p),
+                               lambda s: float(rosen_der(x + s * p) @ p),
                                f0, f_prev, slope, amax=1e10, amin=1e-100, xtol=1e-14)
     assert ours is not None and ref[0] is not None
     assert ours[0] == ref[0] and ours[2] == pytest.approx(ref[1], rel=1e-15)

@@ -45,7 +45,8 @@ def programs(draw):
     n_values = 1
     for _ in range(draw(hst.integers(2, 9))):
         if draw(hst.booleans()):
-            ops.append(("u", draw(hst.integers(0, len(UNARY) - 1)), draw(hst.integers(0, n_values - 1))))
+            ops.append(("u", draw(hst.integers(0, len(UNARY) - 1)),
+                        draw(hst.integers(0, n_values - 1))))
         else:
             ops.append(("b", draw(hst.integers(0, len(BINARY) - 1)),
                         draw(hst.integers(0, n_values - 1)), draw(hst.integers(0, n_values - 1))))

@@ -25,17 +25,17 @@ for name in sorted(os.listdir(B)):
     sm = difflib.SequenceMatcher(None, b, a, autojunk=False)
     ok = True
     removed = []
-    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+    for tag, i1, i2, _j1, _j2 in sm.get_opcodes():
         if tag == "equal":
             continue
         if tag != "delete":
             ok = False
             break
         removed += b[i1:i2]
-    if ok and all(TEMP.match(l) or COMMENT.match(l) for l in removed):
+    if ok and all(TEMP.match(line) or COMMENT.match(line) for line in removed):
         # every removed assignment's value is never read before the name is assigned again
         deleted = set()
-        for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        for tag, i1, i2, _j1, _j2 in sm.get_opcodes():
             if tag == "delete":
                 deleted.update(range(i1, i2))
         for n in deleted:
@@ -44,18 +44,18 @@ for name in sorted(os.listdir(B)):
                 continue
             nm = b[n].split("=")[0].strip()
             pat = re.compile(r"\b" + re.escape(nm) + r"\b")
-            for l in b[n + 1:]:
-                if re.match(r"^\s*" + re.escape(nm) + r" = ", l):
-                    if pat.search(l.split("=", 1)[1]):
+            for line in b[n + 1:]:
+                if re.match(r"^\s*" + re.escape(nm) + r" = ", line):
+                    if pat.search(line.split("=", 1)[1]):
                         ok = False
                     break
-                if pat.search(l):
+                if pat.search(line):
                     ok = False
                     break
         if ok:
             stats["dead_only"] += 1
             stats["removed_lines"] += len(removed)
-            stats["removed_assign"] += sum(bool(TEMP.match(l)) for l in removed)
+            stats["removed_assign"] += sum(bool(TEMP.match(line)) for line in removed)
             continue
     stats["other"] += 1
     bad.append(name)

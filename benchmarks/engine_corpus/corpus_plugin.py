@@ -17,8 +17,8 @@ def pytest_configure(config):
         kernel = orig(program, *a, **kw)
         opts = a[0] if a else kw.get("options")
         tag, _ = settings_tag(opts)
-        key = hashlib.blake2b(program.key.encode() if isinstance(program.key, str) else repr(program.key).encode(),
-                              digest_size=8).hexdigest()
+        text = program.key if isinstance(program.key, str) else repr(program.key)
+        key = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
         save(OUT, f"test-{key}-{tag}", kernel.source)
         return kernel
 

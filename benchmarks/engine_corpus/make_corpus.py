@@ -55,14 +55,16 @@ for n in (2, 1000, 10**5, 10**6):
 for m, n in ((2000, 100), (20000, 500), (200, 50)):
     cases.append((f"logistic-{m}x{n}", lambda m=m, n=n: nad.trace(
         logistic, np.zeros(n), np.zeros((m, n)), np.zeros(m), np.array(1e-2)), True))
-cases.append(("lstsq-20000x50", lambda: nad.trace(least_squares, np.zeros(50), np.zeros((20000, 50)),
-                                                   np.zeros(20000)), True))
+cases.append(("lstsq-20000x50", lambda: nad.trace(least_squares, np.zeros(50),
+                                                   np.zeros((20000, 50)), np.zeros(20000)), True))
 for m in (128, 512):
-    cases.append((f"surface-{m}", lambda m=m: nad.trace(surface, np.zeros((m, m)), np.array(0.1)), True))
+    cases.append((f"surface-{m}",
+                  lambda m=m: nad.trace(surface, np.zeros((m, m)), np.array(0.1)), True))
 for p in problems.all_problems():
     cases.append((f"prob-{p.name}-{p.n}", lambda p=p: nad.trace(p.fun, p.x0), False))
-for name, n in (("chained-rosenbrock", 10**5), ("extended-rosenbrock", 10**5), ("minimal-surface", 256**2),
-                ("dixmaana", 3 * 10**4), ("broyden-tridiagonal", 10**5), ("arwhead", 10**5),
+for name, n in (("chained-rosenbrock", 10**5), ("extended-rosenbrock", 10**5),
+                ("minimal-surface", 256**2), ("dixmaana", 3 * 10**4),
+                ("broyden-tridiagonal", 10**5), ("arwhead", 10**5),
                 ("engval1", 10**5), ("tridia", 10**5), ("quartc", 10**5), ("nondquar", 10**5),
                 ("power", 10**5), ("liarwhd", 10**5), ("fletchcr", 10**5),
                 ("discrete-boundary-value", 10**5), ("penalty-1", 10**5)):

@@ -7,8 +7,8 @@ def settings_tag(options=None):
         from newtonad.ad.engine import options as opt_mod  # new layout
         o = options if options is not None else opt_mod.LoweringOptions.current()
         vals = (o.row_block, o.row_block_bytes, o.row_block_min_blocks, o.parallel_min_iterations,
-                o.parallel_threads, o.cheap_launch, o.unroll, o.unroll_statements, o.parallel_chunks,
-                o.parallel_workqueue_factor)
+                o.parallel_threads, o.cheap_launch, o.unroll, o.unroll_statements,
+                o.parallel_chunks, o.parallel_workqueue_factor)
     except ImportError:
         from newtonad.ad.engine import numba_codegen as g
         from newtonad.ad.engine import numba_plan as p
