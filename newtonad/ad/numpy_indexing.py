@@ -227,7 +227,10 @@ def _advanced(x, adv):
 # ---- gathers along one axis --------------------------------------------------------------
 
 def take(a, indices, axis=None, out=None, mode="raise"):
-    """Traced version of numpy.take."""
+    """Traced version of numpy.take.
+
+    ``out=`` is not supported (it writes in place); use the returned value.
+    """
     check_unsupported("take", out=out)
     if axis is None:
         a, axis = ravel(a), 0

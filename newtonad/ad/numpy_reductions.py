@@ -65,7 +65,10 @@ def _count(a, axis, keepdims, mask):
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    """Traced version of numpy.sum."""
+    """Traced version of numpy.sum.
+
+    ``out=`` is not supported (it writes in place); use the returned value.
+    """
     check_unsupported("sum", out=out)
     a = cast_to(a, dtype)
     out_ = _reduce(rd.reduce_sum, _fill_masked(a, _where_mask(a, where), 0.0), axis, keepdims)
@@ -73,7 +76,10 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    """Traced version of numpy.prod."""
+    """Traced version of numpy.prod.
+
+    ``out=`` is not supported (it writes in place); use the returned value.
+    """
     check_unsupported("prod", out=out)
     a = cast_to(a, dtype)
     out_ = _reduce(rd.reduce_prod, _fill_masked(a, _where_mask(a, where), 1.0), axis, keepdims)
@@ -104,7 +110,10 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    """Traced version of numpy.mean."""
+    """Traced version of numpy.mean.
+
+    ``out=`` is not supported (it writes in place); use the returned value.
+    """
     check_unsupported("mean", out=out)
     a = to_float(cast_to(a, dtype))
     mask = _where_mask(a, where)
@@ -114,7 +123,10 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
-    """Traced version of numpy.var."""
+    """Traced version of numpy.var.
+
+    ``out=`` is not supported (it writes in place); use the returned value.
+    """
     check_unsupported("var", out=out)
     if correction is not None:
         if ddof != 0:
@@ -132,7 +144,10 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
-    """Traced version of numpy.std."""
+    """Traced version of numpy.std.
+
+    ``out=`` is not supported (it writes in place); use the returned value.
+    """
     v = var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction)
     if where is None and mean is None and reduced_size(a, axis) == 1:
         # one entry per slice: the variance is identically 0 (or NaN for ddof >= 1), and so is
@@ -154,7 +169,10 @@ def logsumexp(a, axis=None, keepdims=False):
 # ---- scans and differences ---------------------------------------------------------------
 
 def cumsum(a, axis=None, dtype=None, out=None):
-    """Traced version of numpy.cumsum."""
+    """Traced version of numpy.cumsum.
+
+    ``out=`` is not supported (it writes in place); use the returned value.
+    """
     check_unsupported("cumsum", out=out)
     a = cast_to(a, dtype)
     if axis is None:
@@ -166,6 +184,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
     """Traced version of numpy.cumprod.
 
     Its derivative is exact where entries are zero (a linear scan).
+    ``out=`` is not supported (it writes in place); use the returned value.
     """
     check_unsupported("cumprod", out=out)
     a = cast_to(a, dtype)

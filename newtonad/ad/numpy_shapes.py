@@ -149,7 +149,10 @@ def _joined(arrays, dtype, casting):
 
 
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-    """Traced version of numpy.concatenate."""
+    """Traced version of numpy.concatenate.
+
+    ``out=`` is not supported (it writes in place); use the returned value.
+    """
     check_unsupported("concatenate", out=out)
     arrays = _joined(arrays, dtype, casting)
     if axis is None:
@@ -158,7 +161,10 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
 
 
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-    """Traced version of numpy.stack."""
+    """Traced version of numpy.stack.
+
+    ``out=`` is not supported (it writes in place); use the returned value.
+    """
     check_unsupported("stack", out=out)
     arrays = _joined(arrays, dtype, casting)
     axis = normalize_axis(axis, ndim_of(arrays[0]) + 1)

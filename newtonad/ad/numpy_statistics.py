@@ -45,14 +45,20 @@ def _sort_kind(kind, stable) -> str | None:
 
 
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
-    """Traced version of numpy.sort."""
+    """Traced version of numpy.sort.
+
+    ``order=`` (fields of structured arrays) is not supported.
+    """
     check_unsupported("sort", order=order)
     a, axis = _sort_axis(asvar_or_array(a), axis)
     return take_along_axis(a, srt.argsort(a, axis=axis, kind="stable"), axis)
 
 
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
-    """Traced version of numpy.argsort."""
+    """Traced version of numpy.argsort.
+
+    ``order=`` (fields of structured arrays) is not supported.
+    """
     check_unsupported("argsort", order=order)
     a, axis = _sort_axis(asvar_or_array(a), axis)
     return srt.argsort(a, axis=axis, kind=_sort_kind(kind, stable))
@@ -65,14 +71,21 @@ def _kth(kth) -> tuple[int, ...]:
 
 
 def argpartition(a, kth, axis=-1, kind="introselect", order=None):
-    """Traced version of numpy.argpartition."""
+    """Traced version of numpy.argpartition.
+
+    ``order=`` (fields of structured arrays) is not supported.
+    """
     check_unsupported("argpartition", order=order)
     a, axis = _sort_axis(asvar_or_array(a), axis)
     return srt.argpartition(a, kth=_kth(kth), axis=axis)
 
 
 def partition(a, kth, axis=-1, kind="introselect", order=None):
-    """Values of ``np.partition``: NumPy's own ``argpartition`` order, gathered."""
+    """Traced version of numpy.partition.
+
+    NumPy's own ``argpartition`` order, gathered. ``order=`` (fields of structured arrays)
+    is not supported.
+    """
     check_unsupported("partition", order=order)
     a, axis = _sort_axis(asvar_or_array(a), axis)
     return take_along_axis(a, srt.argpartition(a, kth=_kth(kth), axis=axis), axis)
@@ -120,7 +133,10 @@ def _nan_if_any_nan(result, sorted_last):
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    """Traced version of numpy.median."""
+    """Traced version of numpy.median.
+
+    ``out=`` is not supported (it writes in place); use the returned value.
+    """
     check_unsupported("median", out=out)
     merged, kept = _axes_last(to_float(asvar_or_array(a)), axis)
     n = shape_of(merged)[-1]
