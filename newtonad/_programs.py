@@ -53,7 +53,8 @@ def as_data(a: Any) -> Any:
     if arr.dtype.kind in "iu" and arr.dtype != np.int64:
         arr = arr.astype(np.int64)
     if arr.dtype.kind not in "biuf":
-        raise TypeError(f"extra argument of dtype {arr.dtype} cannot be passed to a traced function")
+        raise TypeError(f"extra argument of dtype {arr.dtype} cannot be passed to a traced "
+                        "function")
     return arr
 
 

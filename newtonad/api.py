@@ -16,8 +16,16 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._programs import (Traced, as_data, as_frame, as_point, derive, frame_chunks, identity_columns,
-                        traced_at)
+from ._programs import (
+    Traced,
+    as_data,
+    as_frame,
+    as_point,
+    derive,
+    frame_chunks,
+    identity_columns,
+    traced_at,
+)
 from .ad import numpy_api as npa
 from .ad import transforms as tf
 from .ad.program import Program
@@ -479,7 +487,8 @@ def hessian(f: Callable, *, engine: str | None = None) -> Callable:
         out = np.empty((n, n))
         for a, b in frame_chunks(n, n):
             E = identity_columns(n, a, b)
-            out[:, a:b] = hvp(f, x_, E.reshape(x_.shape + (b - a,)), args, engine=engine).reshape(n, b - a)
+            frame = E.reshape(x_.shape + (b - a,))
+            out[:, a:b] = hvp(f, x_, frame, args, engine=engine).reshape(n, b - a)
         return out.reshape(x_.shape + x_.shape)
 
     return hess

@@ -30,10 +30,17 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from . import api
-from ._programs import (Traced, as_data, as_frame, as_point, derive, frame_chunks, identity_columns,
-                        traced_at)
+from ._programs import (
+    Traced,
+    as_data,
+    as_frame,
+    as_point,
+    derive,
+    frame_chunks,
+    identity_columns,
+    traced_at,
+)
 from .ad import transforms as tf
-
 
 #: Points of up to this many entries are compared by their bytes: one memcmp, ~0.1 µs.
 _SMALL_POINT_SIZE = 2048
@@ -291,7 +298,10 @@ class Objective:
 
     # ---- second order --------------------------------------------------------------------
     def _linearized(self, x: np.ndarray, k: int | None) -> tuple[Callable, tuple]:
-        """``(linear runner, its inputs before V)`` at x for frames of width k (None: one vector)."""
+        """``(linear runner, its inputs before V)`` at x for frames of width k.
+
+        ``k`` None: for one vector.
+        """
         at = self._at
         key = _new_key(at.key, x)
         if key is not None:

@@ -26,8 +26,8 @@ The rule for each name
   them; repeating it would drift. Its docstring must exist, pass the summary
   and layout checks of :data:`MIRROR_CHECKS` and name the original in its
   summary line (``numpy.sum``, ``numpy.linalg.norm``, ``numpy.ndarray.reshape``,
-  ``scipy.special.logsumexp``; ``np.`` for ``numpy.`` is fine), e.g. "Traced version of numpy.sum; see
-  numpy.sum." plus, where they differ, what newtonad does not support. If it
+  ``scipy.special.logsumexp``; ``np.`` for ``numpy.`` is fine), e.g. "Traced version of
+  numpy.sum; see numpy.sum." plus, where they differ, what newtonad does not support. If it
   documents parameters, they must match its signature (PR02, PR03).
 
 Names whose docstrings belong to modules under rework by other helpers and still
@@ -50,7 +50,6 @@ numpydoc_validate = pytest.importorskip(
     "numpydoc.validate", reason="numpydoc validation needs the docs extra: "
                                 "pip install -e '.[docs]'")
 
-import newtonad  # noqa: E402
 
 #: every numpydoc check except ES01, SA01 and GL01 (see the module docstring)
 CHECKS = frozenset(numpydoc_validate.ERROR_MSGS) - {"ES01", "SA01", "GL01"}

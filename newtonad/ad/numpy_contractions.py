@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 
 from .numpy_base import (
-    asvar_or_array, astype, check_no_kwargs, is_var, ndim_of, normalize_axis, to_float,
+    astype,
+    asvar_or_array,
+    check_no_kwargs,
+    is_var,
+    ndim_of,
+    normalize_axis,
+    to_float,
 )
 from .numpy_elementwise import absolute, power, sqrt, square
 from .numpy_reductions import max, min, sum
@@ -28,7 +34,6 @@ from .primitives import reductions as rd
 from .primitives import structural as st
 from .primitives.core import shape_of
 from .primitives.decompositions import svdvals as _svdvals
-
 
 # ---- einsum ------------------------------------------------------------------------------
 
@@ -221,7 +226,8 @@ def tensordot(a, b, axes=2):
     sb = list(_LETTERS[na:na + nb])
     for i, j in zip(axes_a, axes_b):
         sb[j] = sa[i]
-    out = [c for i, c in enumerate(sa) if i not in axes_a] + [c for j, c in enumerate(sb) if j not in axes_b]
+    out = ([c for i, c in enumerate(sa) if i not in axes_a]
+           + [c for j, c in enumerate(sb) if j not in axes_b])
     return la.einsum(f"{''.join(sa)},{''.join(sb)}->{''.join(out)}", a, b)
 
 

@@ -18,7 +18,6 @@ from .numpy_shapes import ones_like, zeros_like
 from .primitives import elementwise as ew
 from .primitives.special import hypot as _scaled_hypot
 
-
 # ---- ufuncs ------------------------------------------------------------------------------
 
 # Functions, not the primitives themselves, so each has its own docstring.

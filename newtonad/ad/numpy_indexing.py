@@ -16,13 +16,17 @@ import numpy as np
 
 from .dispatch import implements_method
 from .numpy_base import (
-    asvar_or_array, check_unsupported, is_var, ndim_of, normalize_axis, size_of,
+    asvar_or_array,
+    check_unsupported,
+    is_var,
+    ndim_of,
+    normalize_axis,
+    size_of,
 )
 from .numpy_shapes import ravel
 from .primitives import elementwise as ew
 from .primitives import structural as st
 from .primitives.core import shape_of
-
 
 # ---- integer index arrays ----------------------------------------------------------------
 
@@ -158,7 +162,8 @@ def getitem(x, key):
         raise IndexError("an index can only have a single ellipsis")
     ndim = ndim_of(x)
     if n_real > ndim:
-        raise IndexError(f"too many indices: array is {ndim}-dimensional, but {n_real} were indexed")
+        raise IndexError(f"too many indices: array is {ndim}-dimensional, but {n_real} were "
+                         "indexed")
     if Ellipsis in [k for k in key if not _is_array_index(k)]:
         i = next(i for i, k in enumerate(key) if k is Ellipsis and not _is_array_index(k))
         key = key[:i] + (slice(None),) * (ndim - n_real) + key[i + 1:]

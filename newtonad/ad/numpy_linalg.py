@@ -1,8 +1,8 @@
 """Linear algebra on traced arrays: ``np.linalg``, ``scipy.linalg`` and matrix helpers.
 
 Registered in :data:`FUNCTIONS` (keyed by the NumPy / SciPy function object) and in
-:data:`newtonad.ad.dispatch.FUNCTIONS`, where Var's ``__array_function__`` finds them. The primitives
-underneath are in :mod:`newtonad.ad.primitives.decompositions` (solve, triangular_solve,
+:data:`newtonad.ad.dispatch.FUNCTIONS`, where Var's ``__array_function__`` finds them. The
+primitives underneath are in :mod:`newtonad.ad.primitives.decompositions` (solve, triangular_solve,
 cholesky, eigh, svd, svdvals, qr, pinv, logabsdet, det_sign); everything else here is a
 composition of them, so gradients and Hessians follow.
 
@@ -215,7 +215,7 @@ def qr(a, mode="reduced"):
     if mode not in ("reduced", "complete", "r"):
         raise NotImplementedError(f"newtonad's np.linalg.qr does not support mode={mode!r} "
                                   "(supported: 'reduced', 'r', 'complete' with m <= n)")
-    nb, k = len(shape) - 2, min(m, n)
+    nb = len(shape) - 2
     packed = dec.qr(a)
     r = dec.swap(dec.rows(packed, nb, m, m + n), nb)
     if mode == "r":

@@ -14,8 +14,16 @@ import builtins
 import numpy as np
 
 from .numpy_base import (
-    asvar_or_array, cast_to, check_unsupported, is_var, ndim_of, normalize_axes,
-    normalize_axis, reduced_size, take_range, to_float,
+    asvar_or_array,
+    cast_to,
+    check_unsupported,
+    is_var,
+    ndim_of,
+    normalize_axes,
+    normalize_axis,
+    reduced_size,
+    take_range,
+    to_float,
 )
 from .numpy_elementwise import exp, log, maximum, minimum, sqrt, square, stop_gradient
 from .numpy_shapes import full_like, ravel
@@ -23,7 +31,6 @@ from .primitives import elementwise as ew
 from .primitives import reductions as rd
 from .primitives import structural as st
 from .primitives.core import shape_of
-
 
 # ---- reductions --------------------------------------------------------------------------
 

@@ -15,14 +15,23 @@ import numpy as np
 
 from .dispatch import implements_method
 from .numpy_base import (
-    asvar_or_array, astype, cast_to, check_no_kwargs, check_unsupported, is_var, ndim_of,
-    normalize_axes, normalize_axis, one_or_tuple, size_of, take_range,
+    astype,
+    asvar_or_array,
+    cast_to,
+    check_no_kwargs,
+    check_unsupported,
+    is_var,
+    ndim_of,
+    normalize_axes,
+    normalize_axis,
+    one_or_tuple,
+    size_of,
+    take_range,
 )
 from .primitives import elementwise as ew
 from .primitives import structural as st
 from .primitives.core import shape_of
 from .var import Var, const_var
-
 
 # ---- axes and shapes ---------------------------------------------------------------------
 
@@ -101,7 +110,10 @@ def expand_dims(a, axis):
 def squeeze(a, axis=None):
     """Traced version of numpy.squeeze."""
     shape = shape_of(a)
-    axes = tuple(i for i, n in enumerate(shape) if n == 1) if axis is None else normalize_axes(axis, len(shape))
+    if axis is None:
+        axes = tuple(i for i, n in enumerate(shape) if n == 1)
+    else:
+        axes = normalize_axes(axis, len(shape))
     for i in axes:
         if shape[i] != 1:
             raise ValueError(f"cannot squeeze axis {i} of size {shape[i]}")
@@ -110,7 +122,9 @@ def squeeze(a, axis=None):
 
 def broadcast_to(array, shape, subok=False):
     """Traced version of numpy.broadcast_to."""
-    return st.broadcast_to(array, tuple(np.atleast_1d(shape).tolist()) if not isinstance(shape, tuple) else shape)
+    if not isinstance(shape, tuple):
+        shape = tuple(np.atleast_1d(shape).tolist())
+    return st.broadcast_to(array, shape)
 
 
 def atleast_1d(*arys):
@@ -358,7 +372,8 @@ def fold_objects(value: np.ndarray) -> Var | None:
         return None
     bad = next((e for e in entries if not isinstance(e, (Var, bool, int, float, np.number))), None)
     if bad is not None or any(isinstance(e, Var) and e.shape != () for e in entries):
-        raise TypeError(f"an array built from traced values holds {type(bad).__name__ if bad is not None else 'an array'}"
+        held = type(bad).__name__ if bad is not None else "an array"
+        raise TypeError(f"an array built from traced values holds {held}"
                         "; build it with np.stack or np.concatenate of arrays of one shape")
     parts = [st.reshape(e if isinstance(e, Var) else const_var(e, like), (1,)) for e in entries]
     flat = parts[0] if len(parts) == 1 else st.concatenate(parts, 0)

@@ -15,8 +15,16 @@ import operator
 import numpy as np
 
 from .numpy_base import (
-    asvar_or_array, check_unsupported, is_var, ndim_of, normalize_axes, normalize_axis,
-    one_or_tuple, reduced_size, take_range, to_float,
+    asvar_or_array,
+    check_unsupported,
+    is_var,
+    ndim_of,
+    normalize_axes,
+    normalize_axis,
+    one_or_tuple,
+    reduced_size,
+    take_range,
+    to_float,
 )
 from .numpy_indexing import getitem, take_along_axis
 from .numpy_reductions import mean, sum
@@ -26,7 +34,6 @@ from .primitives import reductions as rd
 from .primitives import sorting as srt
 from .primitives import structural as st
 from .primitives.core import shape_of
-
 
 # ---- sorting ------------------------------------------------------------------------------
 # Positions come from primal values (integer primitives without tangents); gathering
@@ -314,7 +321,8 @@ def _gradient_along(f, axis, h, edge_order):
         first = ew.div(ew.sub(part(1, 2), part(0, 1)), h)
         last = ew.div(ew.sub(part(n - 1, n), part(n - 2, n - 1)), h)
     else:
-        first = ew.add(ew.add(ew.mul(ew.div(-1.5, h), part(0, 1)), ew.mul(ew.div(2.0, h), part(1, 2))),
+        first = ew.add(ew.add(ew.mul(ew.div(-1.5, h), part(0, 1)),
+                              ew.mul(ew.div(2.0, h), part(1, 2))),
                        ew.mul(ew.div(-0.5, h), part(2, 3)))
         last = ew.add(ew.add(ew.mul(ew.div(0.5, h), part(n - 3, n - 2)),
                              ew.mul(ew.div(-2.0, h), part(n - 2, n - 1))),

@@ -152,8 +152,9 @@ class Program:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Program):
             return NotImplemented
-        return self._hash == other._hash and (self.slots, self.steps, self.inputs, self.outputs) == (
-            other.slots, other.steps, other.inputs, other.outputs)
+        return (self._hash == other._hash
+                and (self.slots, self.steps, self.inputs, self.outputs)
+                == (other.slots, other.steps, other.inputs, other.outputs))
 
     @property
     def key(self) -> str:
@@ -238,7 +239,8 @@ class Program:
             if step.output in written:
                 raise ValueError(f"slot s{step.output} is written twice")
             written.add(step.output)
-            expected = step.primitive.abstract_eval(*(self.slots[i] for i in step.inputs), **step.kwargs)
+            in_slots = (self.slots[i] for i in step.inputs)
+            expected = step.primitive.abstract_eval(*in_slots, **step.kwargs)
             if expected != self.slots[step.output]:
                 raise ValueError(f"step {step.primitive} writes {self.slots[step.output]} "
                                  f"but its shape rule gives {expected}")

@@ -31,8 +31,15 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 
-from .dispatch import FUNCTIONS, METHODS, UFUNC_REDUCE, UFUNCS, method, qualified_name
-from .dispatch import scipy_caller_hint
+from .dispatch import (
+    FUNCTIONS,
+    METHODS,
+    UFUNC_REDUCE,
+    UFUNCS,
+    method,
+    qualified_name,
+    scipy_caller_hint,
+)
 from .program import Slot
 
 _ids = itertools.count()
