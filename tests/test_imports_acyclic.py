@@ -137,9 +137,6 @@ def test_engines_register_one_way():
     assert not [c for c in cycles(import_graph()) if ENGINE in c]
 
 
-@pytest.mark.xfail(strict=True, reason="engine cycles left: nest_lowering and opaque_lowering "
-                   "import numba_codegen's Generator for type hints; numba_plan.make_plan "
-                   "imports row_blocks; when they are gone, drop the mark")
 def test_the_engine_has_no_import_cycles():
     assert not [c for c in cycles(import_graph()) if _in_engine(c)]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -47,8 +47,9 @@ from .loop_ir import (
 from .numba_ops import PASS_THROUGH, literal_atom
 from .numba_plan import Box, Nest, Sink, map_vars, operand_maps, segments
 
-if TYPE_CHECKING:
-    from .numba_codegen import Generator
+# The kernel generator (numba_codegen.Generator) calls these lowerings and is passed to
+# them as ``gen``; it is not imported here, so the two modules do not depend on each other.
+Generator = Any
 
 
 class NestWriter:

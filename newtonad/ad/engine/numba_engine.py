@@ -71,12 +71,13 @@ def lower(program: Program, options: LoweringOptions | None = None) -> Kernel:
     """
     from .numba_codegen import generate
     from .numba_plan import make_plan
+    from .row_blocks import form_regions
 
     options = options or LoweringOptions.current()
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20000))  # fused chains are walked recursively
-    try:
-        return generate(make_plan(program, options), options)
+    try:  # plan, then group row-blocked regions, then generate
+        return generate(form_regions(make_plan(program), options), options)
     finally:
         sys.setrecursionlimit(limit)
 

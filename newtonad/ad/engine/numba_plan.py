@@ -501,8 +501,12 @@ def _compatible(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     return all(abs(x - y) <= STENCIL_SLACK for x, y in zip(a, b))
 
 
-def make_plan(program: Program, options: LoweringOptions) -> Plan:
-    """Plan ``program``; slots recomputed under too many index maps are materialised."""
+def make_plan(program: Program) -> Plan:
+    """Plan ``program``; slots recomputed under too many index maps are materialised.
+
+    Row-blocked regions are formed afterwards, from this plan, by
+    :func:`.row_blocks.form_regions` (see :func:`.numba_engine.lower`).
+    """
     forced: frozenset[int] = frozenset()
     for _ in range(8):
         plan = Planner(program, forced).plan()
@@ -510,9 +514,7 @@ def make_plan(program: Program, options: LoweringOptions) -> Plan:
         if not heavy - forced:
             break
         forced = forced | heavy
-    from .row_blocks import form_regions
-
-    return form_regions(plan, options)
+    return plan
 
 
 def count_maps(plan: Plan) -> set[int]:

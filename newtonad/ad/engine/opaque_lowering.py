@@ -8,7 +8,7 @@ and the index steps are explicit loops (indices wrap and are bounds-checked as i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -17,8 +17,9 @@ from .kinds import CONCATENATE, CUMSUM, EINSUM, GATHER, SCATTER_ADD
 from .loop_ir import For, If, Line, Text
 from .row_blocks import matmul_form
 
-if TYPE_CHECKING:
-    from .numba_codegen import Generator
+# The kernel generator (numba_codegen.Generator) calls these lowerings and is passed to
+# them as ``gen``; it is not imported here, so the two modules do not depend on each other.
+Generator = Any
 
 
 def _spec(step: Step) -> tuple[str, str, str]:

@@ -3,7 +3,7 @@
 Matrix-product objectives (``X @ w`` with ``X`` of M x n, M large) make several
 products over ``X`` with elementwise nests between them: ``X @ V``, ``X @ w``, then
 ``X.T @ T`` in an HVP, each a memory-bound pass over ``X`` with an M x k intermediate.
-:func:`form_regions` (run last by :func:`.numba_plan.make_plan`) groups consecutive items that
+:func:`form_regions` (run on the plan by :func:`.numba_engine.lower`) groups consecutive items that
 share the leading "row" axis of length M into a :class:`RowBlock`, run inside one loop
 over blocks of B rows, so a block of ``X`` is read from memory once and reused from
 cache by every item, and the M-row intermediates shrink to B rows. Members are
