@@ -18,8 +18,6 @@ import ast
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent / "newtonad"
 #: The engine's modules still have two cycles of their own (lowering modules that name
 #: the code generator in type hints; the planner calling row blocking). Checked separately below.

@@ -31,24 +31,6 @@ SCIPY_FUNCTIONS: dict[str, Callable] = {}
 METHODS: dict[str, Callable] = {}
 
 
-def implements(*numpy_functions: Any) -> Callable[[Callable], Callable]:
-    """Register the decorated function as the traced version of ``numpy_functions``."""
-    def register(fn: Callable) -> Callable:
-        for f in numpy_functions:
-            FUNCTIONS[f] = fn
-        return fn
-    return register
-
-
-def implements_ufunc(*names: str) -> Callable[[Callable], Callable]:
-    """Register the decorated function for the ufuncs called ``names`` (``np.add``: "add")."""
-    def register(fn: Callable) -> Callable:
-        for name in names:
-            UFUNCS[name] = fn
-        return fn
-    return register
-
-
 def implements_method(*names: str) -> Callable[[Callable], Callable]:
     """Register the decorated function as the named implementation ``names``."""
     def register(fn: Callable) -> Callable:
@@ -130,6 +112,6 @@ def _hint_text(public_name: str, method: bool) -> str:
             f"{public_name}(...) through its module.")
 
 
-__all__ = ["UFUNCS", "UFUNC_REDUCE", "FUNCTIONS", "SCIPY_FUNCTIONS", "METHODS", "implements",
-           "implements_ufunc", "implements_method", "method", "qualified_name",
-           "remember_original", "scipy_caller_hint"]
+__all__ = ["UFUNCS", "UFUNC_REDUCE", "FUNCTIONS", "SCIPY_FUNCTIONS", "METHODS",
+           "implements_method", "method", "qualified_name", "remember_original",
+           "scipy_caller_hint"]

@@ -1,4 +1,4 @@
-"""Eager backward (seed 002): the pull-back of one Op, derived rather than hand-written.
+"""Eager backward on the expression graph: one Op's pull-back, derived, not hand-written.
 
 ``newtonad.Var(value)`` values compute as they go; ``f.backward()`` (on the class
 :class:`~newtonad.ad.var.Var`) walks the graph in reverse and asks each Op for the

@@ -1,6 +1,6 @@
 """Rematerialisation: which known values a linear program loads, and which it recomputes.
 
-Partial evaluation (seed 001) splits a program into a known part, run once per point,
+Partial evaluation splits a program into a known part, run once per point,
 and an unknown part, run for every tangent frame. The unknown part reads known values
 ("residuals"). Storing every value it reads is one choice; recomputing some of them
 inside the unknown part from a few stored ones is another. In a fused loop nest a

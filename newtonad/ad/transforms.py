@@ -1,15 +1,15 @@
 """Program transformations: jvp, partial_eval, transpose, and what they compose into.
 
-Following seed 001 (and JAX's autodidax), each primitive has a jvp rule and only the
+As in JAX's autodidax, each primitive has a jvp rule and only the
 linear ones have a transpose rule; everything else is derived:
 
 * ``linearize = partial_eval ∘ jvp``: the jvp program split into a primal program
   (primal inputs → outputs and residuals) and a structurally linear program
   (primal inputs, residuals and tangent frames → output tangent frames);
 * ``vjp = transpose ∘ linearize``: the reverse pass over the backpropagation graph,
-  cotangents accumulated by addition where a slot has several consumers (seed 000);
+  cotangents accumulated by addition where a slot has several consumers (fan-out);
 * ``hvp = jvp ∘ grad``: forward-over-reverse, a frame of k velocity columns sharing
-  the gradient's single cotangent column (seed 000's third pass).
+  the gradient's single cotangent column (forward-over-reverse).
 
 Every transform maps Programs to Programs by re-binding steps on fresh tracers, so
 derived programs are ordinary programs: they can be simplified, compiled, inlined
@@ -148,7 +148,7 @@ def fold_scalings(program: Program, known: Sequence[bool]) -> Program:
 
 def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int,
                  remat: bool = False) -> tuple[Program, Program]:
-    """Split ``program`` by which inputs are known (seed 001).
+    """Split ``program`` by which inputs are known (partial evaluation).
 
     A step is known when all its inputs are known. Steps that depend on no input at
     all (constants) are recomputed wherever needed instead of being passed along.
@@ -224,7 +224,7 @@ def transpose_program(program: Program, linear: Sequence[bool]) -> Program:
     returns one cotangent per linear input. Steps that do not depend on a linear input
     run forward first; the linear ones run backwards over the backpropagation graph,
     each pulling its output's cotangent back with its transpose rule, and a slot read
-    by several steps sums the cotangents that reach it (seed 000).
+    by several steps sums the cotangents that reach it (fan-out accumulation).
     """
     lin_slots = {i for i, is_lin in zip(program.inputs, linear) if is_lin}
     fixed_in = [i for i, is_lin in zip(program.inputs, linear) if not is_lin]
@@ -291,7 +291,7 @@ def _check_scalar(program: Program) -> None:
 def value_and_grad_program(program: Program) -> Program:
     """Inputs as ``program``; outputs ``(f, ∇f)`` with respect to the first input.
 
-    The reverse pass is vjp with the single cotangent 1 (seed 000).
+    The reverse pass is vjp with the single cotangent 1.
     """
     _check_scalar(program)
     vjp = vjp_program(program, None)  # one cotangent column: no frame axis
@@ -318,7 +318,7 @@ def hvp_program(program: Program, k: int | None) -> Program:
 
 
 def linearized_hvp(program: Program, k: int | None) -> tuple[Program, Program]:
-    """The HVP split once per point (seed 001's partial evaluation).
+    """The HVP split once per point (partial evaluation of forward-over-reverse).
 
     Returns ``(residual_program, linear_program)``: ``(x, *args) -> (f, ∇f, *residuals)``
     runs once per x (it is a value-and-gradient pass that also keeps what the

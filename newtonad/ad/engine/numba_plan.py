@@ -47,7 +47,6 @@ from .kinds import (
     UNSLICE,
 )
 from .loop_ir import Dim, IMap
-from .options import LoweringOptions
 
 # ---- index maps ------------------------------------------------------------------------------
 

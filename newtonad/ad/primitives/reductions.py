@@ -16,13 +16,13 @@ from ..program import Slot
 from .core import Primitive, aval_of, is_undef, shape_of
 from .elementwise import add, convert, div, eq, mul, select, sub
 from .structural import (
-    _reduced_shape,
     broadcast_to,
     expand_reduced,
     keepdims_shape,
     lift,
     reduce_sum,
     reduce_sum_p,
+    reduced_shape,
     slice_,
     unslice,
 )
@@ -39,9 +39,9 @@ def _extremum_jvp(frame, primals, tangents, out, *, axes):
 
 
 reduce_max_p = Primitive("reduce_max", impl=lambda x, *, axes: np.max(x, axis=axes),
-                         shape=_reduced_shape, jvp=_extremum_jvp, kind="reduction")
+                         shape=reduced_shape, jvp=_extremum_jvp, kind="reduction")
 reduce_min_p = Primitive("reduce_min", impl=lambda x, *, axes: np.min(x, axis=axes),
-                         shape=_reduced_shape, jvp=_extremum_jvp, kind="reduction")
+                         shape=reduced_shape, jvp=_extremum_jvp, kind="reduction")
 
 
 def _prod_jvp(frame, primals, tangents, out, *, axes):
@@ -74,7 +74,7 @@ def _prod_of_others(x, out, axes):
 
 
 reduce_prod_p = Primitive("reduce_prod", impl=lambda x, *, axes: np.prod(x, axis=axes),
-                          shape=_reduced_shape, jvp=_prod_jvp, kind="reduction")
+                          shape=reduced_shape, jvp=_prod_jvp, kind="reduction")
 
 
 def _cumsum_impl(x, *, axis, reverse):

@@ -279,7 +279,7 @@ def scatter_add(y, idx, axis, shape):
 # reduced, so the same ``axes`` serve primal and tangent. No keepdims: the NumPy layer
 # reshapes.
 
-def _reduced_shape(x: Slot, *, axes: tuple[int, ...]) -> Slot:
+def reduced_shape(x: Slot, *, axes: tuple[int, ...]) -> Slot:
     for a in axes:
         if not 0 <= a < x.ndim:
             raise ValueError(f"axis {a} is out of range for shape {x.shape}")
@@ -301,7 +301,7 @@ def _sum_transpose(ct, x, *, axes):
 
 
 reduce_sum_p = Primitive(
-    "reduce_sum", impl=lambda x, *, axes: np.sum(x, axis=axes), shape=_reduced_shape,
+    "reduce_sum", impl=lambda x, *, axes: np.sum(x, axis=axes), shape=reduced_shape,
     jvp=lambda frame, p, t, out, *, axes: reduce_sum(t[0], axes=axes),
     transpose=_sum_transpose, kind="reduction")
 
