@@ -168,10 +168,11 @@ class Objective:
 
     def _check(self, x: Any) -> np.ndarray:
         """``x`` as a float64 array; first, forget everything if f's captured values changed."""
-        for guard in self._guards:
-            if guard.changed():
-                self._forget()
-                break
+        if self._guards:  # a truth test first: most objectives read nothing that can change
+            for guard in self._guards:
+                if guard.changed():
+                    self._forget()
+                    break
         if x.__class__ is not np.ndarray or x.dtype is not _FLOAT64:
             x = as_point(x)
         return x
@@ -233,8 +234,8 @@ class Objective:
         (9.0, array([ 3., 12.]))
         """
         at = self._evaluate(self._check(x))
-        assert at.grad is not None  # _evaluate computed it
-        return float(at.value), at.grad.copy()
+        # _evaluate computed the gradient (no assert: this is the per-call hot path)
+        return float(at.value), at.grad.copy()  # type: ignore[union-attr]
 
     def fun(self, x: Any) -> float:
         """Return ``f(x)``; the gradient at ``x`` is computed in the same pass and kept.
@@ -292,9 +293,8 @@ class Objective:
         >>> obj.jac(np.array([1.0, 2.0]))
         array([ 3., 12.])
         """
-        grad = self._evaluate(self._check(x)).grad
-        assert grad is not None  # _evaluate computed it
-        return grad.copy()
+        # _evaluate computed the gradient (no assert: this is the per-call hot path)
+        return self._evaluate(self._check(x)).grad.copy()  # type: ignore[union-attr]
 
     # ---- second order --------------------------------------------------------------------
     def _linearized(self, x: np.ndarray, k: int | None) -> tuple[Callable, tuple]:
