@@ -4,7 +4,9 @@ Modules import one way, from the bottom up (``tests/test_imports_acyclic.py`` ch
 and prints the graph):
 
 1. ``program`` (the IR) and ``dispatch`` (the tables NumPy calls reach);
-2. ``var``: Var, Op and ``bind``, whose operators and NumPy protocols look up ``dispatch``;
+2. ``var``: Var, Op and ``bind``, whose operators and NumPy protocols look up ``dispatch``,
+   with the helpers it alone imports (``array_methods``, ``tracer_errors``,
+   ``object_arrays``, ``lifting``);
 3. ``primitives``: the Primitive objects with all their rules, family by family;
 4. the NumPy layer (``numpy_api``, ``numpy_linalg``, ``numpy_special``), which fills the
    dispatch tables, and ``scipy_dispatch``, which routes SciPy's functions through them;

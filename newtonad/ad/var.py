@@ -13,9 +13,13 @@ Three kinds of Var exist:
 * a *constant* Var wraps a value that is not differentiated (a NumPy array or a
   Python number met during tracing).
 
-This module is the bottom of the AD core: it imports only the IR and the dispatch
-tables. Var's operators, methods and NumPy protocols are defined on the class and look
-their implementations up in :mod:`.dispatch` (NumPy's ``np.add`` reaches
+This module is the bottom of the AD core: it imports only the IR, the dispatch tables
+and helpers that import nothing else of newtonad either: :mod:`.array_methods` (NumPy's
+array methods, a mixin of Var), :mod:`.tracer_errors` (what tracing says when code asks
+a tracer for its value), :mod:`.object_arrays` (a traced array as an object array of
+scalars) and :mod:`.lifting` (captured values entering a trace as inputs). Var's
+operators and NumPy protocols are defined on the class; they and the methods look their
+implementations up in :mod:`.dispatch` (NumPy's ``np.add`` reaches
 ``Var.__array_ufunc__``, ``np.sum`` ``Var.__array_function__``); the NumPy layer above
 fills those tables. The pull-back of one Op (``Op.backward``) is the vjp of a one-step
 program, registered there by :mod:`.eager`.
@@ -23,24 +27,17 @@ program, registered there by :mod:`.eager`.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import sys
-from types import FrameType
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import Any, Callable, Iterable, Protocol
 
 import numpy as np
 
-from .dispatch import (
-    FUNCTIONS,
-    METHODS,
-    UFUNC_REDUCE,
-    UFUNCS,
-    method,
-    qualified_name,
-    scipy_caller_hint,
-)
+from .array_methods import ArrayMethods
+from .dispatch import FUNCTIONS, METHODS, UFUNC_REDUCE, UFUNCS, method, qualified_name
+from .lifting import lifted_input, lifting
+from .object_arrays import as_objects
 from .program import Slot
+from .tracer_errors import TracerBoolError, concrete_message, with_scipy_hint
 
 _ids = itertools.count()
 
@@ -58,38 +55,6 @@ class Primitive(Protocol):
     impl: Callable[..., Any]
 
     def abstract_eval(self, *avals: Slot, **params: Any) -> Slot: ...
-
-
-class TracerBoolError(TypeError):
-    """Raised when traced code asks for the concrete value of a tracer.
-
-    ``bool(x)``, ``float(x)``, ``x.item()`` and ``if x > 0:`` need a value that a
-    tracer does not have: newtonad traces a function once for every input of a shape.
-    Write value-dependent branches with ``np.where(condition, a, b)``.
-
-    Examples
-    --------
-    >>> import numpy as np, newtonad as nad
-    >>> def f(x):
-    ...     return x[0] if x[0] > 0 else -x[0]
-    >>> try:
-    ...     nad.grad(f)(np.array([1.0]))
-    ... except nad.TracerBoolError:
-    ...     print("use np.where")
-    use np.where
-    """
-
-
-def _refused_in_place(name: str) -> Callable[..., Any]:
-    """Var's method ``name``, which NumPy arrays run in place: refused with a hint."""
-    def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError(f"x.{name}() {name}s in place, which cannot be traced; use "
-                        f"y = np.{name}(x, ...) instead")
-    refuse.__name__ = name
-    refuse.__qualname__ = f"Var.{name}"
-    refuse.__doc__ = (f"Traced version of numpy.ndarray.{name}: refused, it works in place.\n\n"
-                      f"Raises TypeError; use ``y = np.{name}(x, ...)`` instead.\n")
-    return refuse
 
 
 class Op:
@@ -114,14 +79,15 @@ class Op:
         return method("op_backward")(self, out_grad)
 
 
-class Var:
+class Var(ArrayMethods):
     """A traced array: a node of the expression graph (see the module docstring).
 
     Users make eager leaves, ``Var(value)``; NumPy code on them records the graph and
     computes values as it goes, and :meth:`backward` pulls gradients into ``.grad``.
     Inside ``newtonad.grad`` and the other transforms, the traced arguments are Vars
     without values (tracers). A Var supports NumPy's operators, ufuncs, the functions of
-    :mod:`newtonad.numpy` and the array methods below.
+    :mod:`newtonad.numpy` and NumPy's array methods (``x.sum()``, ``x.T``, ...; defined
+    on :class:`~newtonad.ad.array_methods.ArrayMethods`).
 
     Parameters
     ----------
@@ -207,7 +173,7 @@ class Var:
     # ---- concrete value: refused while tracing ------------------------------------
     def _concrete(self, what: str) -> np.ndarray:
         if self.value is None:
-            raise TracerBoolError(_with_scipy_hint(_concrete_message(what, self.shape)))
+            raise TracerBoolError(with_scipy_hint(concrete_message(what, self.shape)))
         return np.asarray(self.value)
 
     def __bool__(self) -> bool:
@@ -241,10 +207,10 @@ class Var:
         """
         if dtype is not None and np.dtype(dtype) != np.dtype(object):
             if self.value is None:
-                raise TracerBoolError(_with_scipy_hint(
-                    _concrete_message("np.asarray(x, dtype=...)", self.shape)))
+                raise TracerBoolError(with_scipy_hint(
+                    concrete_message("np.asarray(x, dtype=...)", self.shape)))
             return np.asarray(self.value, dtype=dtype)
-        return _as_objects(self)
+        return as_objects(self)
 
     def __iter__(self):
         if not self.shape:
@@ -254,7 +220,7 @@ class Var:
     def __hash__(self) -> int:
         return id(self)
 
-    # ---- NumPy protocols (NEP 13 / NEP 18) and operators: see _NUMPY_METHODS below ----
+    # ---- NumPy protocols (NEP 13 / NEP 18) and operators ---------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         if kwargs.get("out") is not None:
             raise NotImplementedError(f"np.{ufunc.__name__}(..., out=...) writes in place, which "
@@ -332,154 +298,6 @@ class Var:
             return lambda: impl(self)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
-    # ---- array methods: NumPy's functions of the same name -------------------------
-    @property
-    def T(self) -> Any:
-        """Traced version of numpy.ndarray.T."""
-        return FUNCTIONS[np.transpose](self)
-
-    @property
-    def mT(self) -> Any:
-        """Traced version of numpy.ndarray.mT."""
-        return FUNCTIONS[np.swapaxes](self, -1, -2)
-
-    @property
-    def real(self) -> Var:
-        """Traced version of numpy.ndarray.real: the Var itself (values are real)."""
-        return self
-
-    def conjugate(self) -> Var:
-        """Traced version of numpy.ndarray.conjugate: the Var itself (values are real)."""
-        return self
-
-    conj = conjugate
-
-    def copy(self) -> Var:
-        """Traced version of numpy.ndarray.copy: the Var itself (Vars are immutable)."""
-        return self
-
-    # Methods whose parameters come in the order of their np.* function: forwarded whole.
-    def sum(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.sum."""
-        return FUNCTIONS[np.sum](self, *args, **kwargs)
-
-    def mean(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.mean."""
-        return FUNCTIONS[np.mean](self, *args, **kwargs)
-
-    def prod(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.prod."""
-        return FUNCTIONS[np.prod](self, *args, **kwargs)
-
-    def max(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.max."""
-        return FUNCTIONS[np.max](self, *args, **kwargs)
-
-    def min(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.min."""
-        return FUNCTIONS[np.min](self, *args, **kwargs)
-
-    def var(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.var."""
-        return FUNCTIONS[np.var](self, *args, **kwargs)
-
-    def std(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.std."""
-        return FUNCTIONS[np.std](self, *args, **kwargs)
-
-    def cumsum(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.cumsum."""
-        return FUNCTIONS[np.cumsum](self, *args, **kwargs)
-
-    def cumprod(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.cumprod."""
-        return FUNCTIONS[np.cumprod](self, *args, **kwargs)
-
-    def argsort(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.argsort."""
-        return FUNCTIONS[np.argsort](self, *args, **kwargs)
-
-    def argmax(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.argmax."""
-        return FUNCTIONS[np.argmax](self, *args, **kwargs)
-
-    def argmin(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.argmin."""
-        return FUNCTIONS[np.argmin](self, *args, **kwargs)
-
-    def argpartition(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.argpartition."""
-        return FUNCTIONS[np.argpartition](self, *args, **kwargs)
-
-    def round(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.round."""
-        return FUNCTIONS[np.round](self, *args, **kwargs)
-
-    def dot(self, other):
-        """Traced version of numpy.ndarray.dot."""
-        return FUNCTIONS[np.dot](self, other)
-
-    def swapaxes(self, a, b):
-        """Traced version of numpy.ndarray.swapaxes."""
-        return FUNCTIONS[np.swapaxes](self, a, b)
-
-    def squeeze(self, axis=None):
-        """Traced version of numpy.ndarray.squeeze."""
-        return FUNCTIONS[np.squeeze](self, axis)
-
-    def clip(self, min=None, max=None):
-        """Traced version of numpy.ndarray.clip."""
-        return FUNCTIONS[np.clip](self, min, max)
-
-    def repeat(self, repeats, axis=None):
-        """Traced version of numpy.ndarray.repeat."""
-        return FUNCTIONS[np.repeat](self, repeats, axis)
-
-    def take(self, indices, axis=None):
-        """Traced version of numpy.ndarray.take."""
-        return FUNCTIONS[np.take](self, indices, axis)
-
-    def ravel(self, order="C"):
-        """Traced version of numpy.ndarray.ravel."""
-        return FUNCTIONS[np.ravel](self, order)
-
-    def flatten(self, order="C"):
-        """Traced version of numpy.ndarray.flatten."""
-        return FUNCTIONS[np.ravel](self, order)
-
-    def diagonal(self, offset=0, axis1=0, axis2=1):
-        """Traced version of numpy.ndarray.diagonal."""
-        return FUNCTIONS[np.diagonal](self, offset, axis1, axis2)
-
-    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-        """Traced version of numpy.ndarray.trace."""
-        return FUNCTIONS[np.trace](self, offset, axis1, axis2, dtype, out)
-
-    def astype(self, dtype, **kwargs):
-        """Traced version of numpy.ndarray.astype (other keywords are accepted and ignored)."""
-        return METHODS["astype"](self, dtype)
-
-    def reshape(self, *shape, order="C"):
-        """Traced version of numpy.ndarray.reshape."""
-        one = len(shape) == 1 and not isinstance(shape[0], int)
-        return FUNCTIONS[np.reshape](self, shape[0] if one else shape, order)
-
-    def transpose(self, *axes):
-        """Traced version of numpy.ndarray.transpose."""
-        one = len(axes) == 1 and not isinstance(axes[0], int)
-        return FUNCTIONS[np.transpose](self, None if not axes else (axes[0] if one else axes))
-
-    sort = _refused_in_place("sort")
-    partition = _refused_in_place("partition")
-
-    def nonzero(self):
-        """Traced version of numpy.ndarray.nonzero: refused, the result's size depends on values.
-
-        Raises TypeError; use ``np.where(condition, a, b)`` or a constant mask instead.
-        """
-        raise TypeError("x.nonzero() returns indices whose number depends on the values; it "
-                        "cannot be traced. Use np.where(condition, a, b) or a constant mask")
-
     # ---- seed 002: backward --------------------------------------------------------
     def backward(self, grad: Any = None) -> None:
         """Accumulate d(self)/d(v) into ``v.grad`` for every non-constant Var ``v`` above.
@@ -530,129 +348,18 @@ class Var:
                     cts[arg.id] = arg_ct if arg.id not in cts else cts[arg.id] + arg_ct
 
 
-#: Entries beyond which a traced array is not split into an object array of scalars.
-_MAX_OBJECT_ENTRIES = 4096
-
-
-def _as_objects(var: Var) -> np.ndarray:
-    """``var`` as an object array of scalar Vars (of itself, when it is a scalar)."""
-    out = np.empty(var.shape, dtype=object)
-    if var.shape == ():
-        out[()] = var
-        return out
-    if var.size > _MAX_OBJECT_ENTRIES:
-        raise TypeError(
-            f"NumPy asked for a traced array of {var.size} entries as a NumPy array (np.array "
-            "or np.asarray of a list holding it, or a NumPy function that does not dispatch to "
-            "newtonad); build arrays from traced parts with np.stack or np.concatenate")
-    for index in np.ndindex(var.shape):
-        out[index] = var[index]
-    return out
-
-
-def _with_scipy_hint(message: str) -> str:
-    """``message``, or what to do instead when a library's own code met the traced value:
-    a routed SciPy function bound before routing, another SciPy function (not supported),
-    or NumPy computing on an object array of traced values (build the array first)."""
-    hint = scipy_caller_hint()
-    if hint is not None:
-        return f"{hint} ({message})"
-    entry = _library_entry()
-    if entry is None:
-        return message
-    package, name = entry
-    if package == "scipy":
-        return (f"newtonad cannot trace {name}: SciPy's own code ran on a traced value and "
-                "needed its numbers, and newtonad has no derivative rule for this function. "
-                "Write it with supported NumPy / SciPy functions (see 'What newtonad "
-                f"traces' in the documentation). ({message})")
-    return _numbers_asked_message(name)
-
-
-def _library_entry() -> tuple[str, str] | None:
-    """``(package, name)`` of the NumPy or SciPy function the user's code called, when the
-    innermost frames outside newtonad are that library's (else ``None``)."""
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None and _package(frame) == "newtonad":
-        frame = frame.f_back
-    entry = None
-    while frame is not None and _package(frame) in ("numpy", "scipy"):
-        entry = frame
-        frame = frame.f_back
-    if entry is None:
-        return None
-    module = entry.f_globals.get("__name__", "")
-    name = entry.f_code.co_name
-    if _package(entry) == "numpy":  # numpy._core.fromnumeric.max is numpy.max to users
-        return "numpy", f"numpy{'.linalg' if 'linalg' in module else ''}.{name}"
-    public = ".".join(part for part in module.split(".") if not part.startswith("_"))
-    owner = entry.f_locals.get("self")
-    if owner is not None and public.startswith("scipy.stats"):  # a distribution's method
-        name = f"{type(owner).__name__.removesuffix('_gen')}.{name}"
-    return "scipy", f"{public}.{name}"
-
-
-def _package(frame: Any) -> str:
-    return frame.f_globals.get("__name__", "").partition(".")[0]
-
-
-def _concrete_message(what: str, shape: tuple[int, ...]) -> str:
-    return (f"{what} needs the value of a traced array, but newtonad traces your function "
-            f"once for all inputs of shape {shape}, without values. Value-dependent Python "
-            "control flow (if/while on array values, float(x), bool(x), x.item()) cannot be "
-            "traced: write the branch with np.where(condition, a, b) (or np.maximum / "
-            "np.minimum / np.clip) so both sides are computed and selected elementwise.")
-
-
-def _numbers_asked_message(where: str) -> str:
-    """NumPy's ``where`` wants the numbers of a tracer: a list or object array of them."""
-    return (f"NumPy's {where} computed on a Python list or an object array holding traced "
-            "values and asked for their numbers, but newtonad traces your function without "
-            "values. Build arrays from traced parts with np.stack([...]) or np.concatenate "
-            "before calling NumPy on them, so that NumPy hands the call to newtonad: e.g. "
-            "np.mean(np.stack([a, b])), not np.mean([a, b]).")
-
-
-# ---- captured values lifted into program inputs (see captures.py) ----------------------------
-
-_lifting: list[tuple[dict[int, Any], dict[int, Any]]] = []  # per trace level: (liftable, lifted)
-
-
-@contextlib.contextmanager
-def lifting(liftable: dict[int, Any]) -> Iterator[None]:
-    """While tracing, let captured values (``id -> snapshot``) enter as data inputs."""
-    _lifting.append((liftable, {}))
-    try:
-        yield
-    finally:
-        _lifting.pop()
-
-
 def lifted_var(value: Any) -> Var | None:
     """The input Var standing for a captured value met by ``bind``, or ``None``.
 
     Only the innermost trace lifts; the Var is made once per value, so every use of a
     captured array shares one program input. The Var holds the guard's snapshot, which
-    equals the user's value for as long as the guard passes.
+    equals the user's value for as long as the guard passes (see :mod:`.lifting`).
     """
-    if not _lifting:
-        return None
-    liftable, lifted = _lifting[-1]
-    key = id(value)
-    if key not in liftable:
-        return None
-    var = lifted.get(key)
-    if var is None:
-        snapshot = np.asarray(liftable[key])
-        if snapshot.dtype.kind == "f":
-            snapshot = snapshot.astype(np.float64, copy=snapshot.dtype != np.float64)
-        elif snapshot.dtype.kind in "iu":
-            snapshot = snapshot.astype(np.int64, copy=snapshot.dtype != np.int64)
-        if snapshot.shape == ():
-            snapshot = np.array(snapshot)  # a private 0-d array, not the user's scalar
-        var = lifted[key] = Var(snapshot, aval=Slot(snapshot.shape, snapshot.dtype.name),
-                                captured=True)
-    return var
+    return lifted_input(value, _captured_input)
+
+
+def _captured_input(snapshot: np.ndarray) -> Var:
+    return Var(snapshot, aval=Slot(snapshot.shape, snapshot.dtype.name), captured=True)
 
 
 def is_float(aval: Slot) -> bool:
