@@ -16,7 +16,19 @@ from .ad import scipy_dispatch
 from .ad.eager import Var  # Var's public home: the eager graph, whose backward lives there
 from .ad.program import Program
 from .ad.var import TracerBoolError
-from .api import grad, hessian, hvp, jacobian, jvp, linearize, trace, value_and_grad, vjp
+from .api import (
+    grad,
+    hessian,
+    hessian_sparsity,
+    hvp,
+    jacobian,
+    jacobian_sparsity,
+    jvp,
+    linearize,
+    trace,
+    value_and_grad,
+    vjp,
+)
 from .objective import Objective
 
 __version__ = "0.1.0"
@@ -46,6 +58,6 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = ["Objective", "Program", "TracerBoolError", "Var", "grad", "hessian", "hvp",
-           "jacobian", "jvp", "linearize", "minimize", "numpy", "problems", "trace",
-           "value_and_grad", "vjp"]
+__all__ = ["Objective", "Program", "TracerBoolError", "Var", "grad", "hessian",
+           "hessian_sparsity", "hvp", "jacobian", "jacobian_sparsity", "jvp", "linearize",
+           "minimize", "numpy", "problems", "trace", "value_and_grad", "vjp"]

@@ -390,7 +390,7 @@ def linearize(f: Callable, x: Any, args: Sequence[Any] = (), *,
     return outs[0], lin
 
 
-def jacobian(f: Callable, *, engine: str | None = None) -> Callable:
+def jacobian(f: Callable, *, engine: str | None = None, sparse: bool = False) -> Callable:
     """Return ``J(x, *args)`` of shape ``y.shape + x.shape``.
 
     Forward frames of identity columns when ``x`` is smaller than ``y``, reverse frames
@@ -403,6 +403,10 @@ def jacobian(f: Callable, *, engine: str | None = None) -> Callable:
     engine : str, optional
         The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
         (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+    sparse : bool
+        Return a ``scipy.sparse.csr_array`` of shape ``(y.size, x.size)`` recovered from
+        one coloured jvp frame or one vjp frame, whichever is narrower (see
+        :func:`jacobian_sparsity`).
 
     Returns
     -------
@@ -417,6 +421,9 @@ def jacobian(f: Callable, *, engine: str | None = None) -> Callable:
     array([[2., 0.],
            [0., 4.]])
     """
+    if sparse:
+        return _sparse_jacobian(f, engine)
+
     def jac(x, *args):
         x_ = as_point(x)
         if _is_traced_call(x_, args):
@@ -452,7 +459,7 @@ def _jacobian_traced(f, x, args):
     return npa.reshape(t, y_shape + tuple(x.shape))
 
 
-def hessian(f: Callable, *, engine: str | None = None) -> Callable:
+def hessian(f: Callable, *, engine: str | None = None, sparse: bool = False) -> Callable:
     """Return ``H(x, *args)`` of shape ``x.shape + x.shape``.
 
     Forward-over-reverse with identity frames, in chunks so memory stays bounded.
@@ -464,6 +471,9 @@ def hessian(f: Callable, *, engine: str | None = None) -> Callable:
     engine : str, optional
         The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
         (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+    sparse : bool
+        Return a ``scipy.sparse.csr_array`` of shape ``(x.size, x.size)`` recovered from
+        one HVP frame of a star colouring of :func:`hessian_sparsity`'s pattern.
 
     Returns
     -------
@@ -478,6 +488,9 @@ def hessian(f: Callable, *, engine: str | None = None) -> Callable:
     array([[ 6.,  0.],
            [ 0., 12.]])
     """
+    if sparse:
+        return _sparse_hessian(f, engine)
+
     def hess(x, *args):
         x_ = as_point(x)
         if _is_traced_call(x_, args) or traced_at(f, x_, tuple(as_data(a) for a in args),
@@ -492,3 +505,172 @@ def hessian(f: Callable, *, engine: str | None = None) -> Callable:
         return out.reshape(x_.shape + x_.shape)
 
     return hess
+
+
+# ---- sparse derivatives (issue 14) ------------------------------------------------------------
+
+def _traced_plain(f: Callable, x: Any, args: Sequence[Any], scalar: bool, what: str):
+    """Trace ``f`` for a sparse derivative, which works on arrays, not inside a trace."""
+    x_ = as_point(x)
+    args_ = tuple(as_data(a) for a in args)
+    if _is_traced_call(x_, args_):
+        raise TypeError(f"{what} works on arrays, not inside a trace or on Vars; "
+                        f"use the dense form there")
+    traced = traced_at(f, x_, args_, scalar=scalar)
+    if traced.from_outer:
+        raise TypeError(f"{what}: f closes over values of an enclosing trace; "
+                        f"use the dense form there")
+    return x_, args_, traced
+
+
+def _scalar_program(f: Callable, x: Any, args: Sequence[Any], what: str):
+    x_, args_, traced = _traced_plain(f, x, args, scalar=False, what=what)
+    shapes = [s.shape for s in traced.program.out_slots]
+    if shapes != [()]:
+        raise ValueError(f"{what} needs a function with one scalar output, got output "
+                         f"shapes {shapes}; reduce it (e.g. np.sum) or use "
+                         f"jacobian(f, sparse=True)")
+    return x_, args_, traced
+
+
+def _array_program(f: Callable, x: Any, args: Sequence[Any], what: str):
+    x_, args_, traced = _traced_plain(f, x, args, scalar=False, what=what)
+    if len(traced.program.outputs) != 1:
+        raise ValueError(f"{what} needs a function returning one array, got "
+                         f"{len(traced.program.outputs)} outputs; return np.concatenate "
+                         f"of them or take the Jacobian of each")
+    return x_, args_, traced
+
+
+def hessian_sparsity(f: Callable) -> Callable:
+    """Return ``P(x, *args)``: the structural non-zeros of the Hessian of a scalar ``f``.
+
+    The pattern is the Jacobian pattern of the gradient program, found by propagating
+    dependence patterns through its primitives (:mod:`newtonad.ad.sparsity`). It is
+    conservative (an entry left out is zero at every point) and depends on the program
+    only, so it is cached with it.
+
+    Parameters
+    ----------
+    f : callable
+        A scalar function ``f(x, *args)``.
+
+    Returns
+    -------
+    callable
+        ``(x, *args) -> scipy.sparse.csr_array`` of bool, shape ``(x.size, x.size)``.
+
+    Raises
+    ------
+    ValueError
+        When ``f`` does not return a scalar.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> f = lambda x: np.sum((x[1:] - x[:-1] ** 2) ** 2)
+    >>> nad.hessian_sparsity(f)(np.ones(4)).toarray().astype(int)
+    array([[1, 1, 0, 0],
+           [1, 1, 1, 0],
+           [0, 1, 1, 1],
+           [0, 0, 1, 1]])
+    """
+    from .ad.sparsity import hessian_pattern
+
+    def pattern(x, *args):
+        _, _, traced = _scalar_program(f, x, args, "hessian_sparsity")
+        return hessian_pattern(traced.program).copy()
+
+    return pattern
+
+
+def jacobian_sparsity(f: Callable) -> Callable:
+    """Return ``P(x, *args)``: the structural non-zeros of the Jacobian of ``f``.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *args)`` returning an array ``y``.
+
+    Returns
+    -------
+    callable
+        ``(x, *args) -> scipy.sparse.csr_array`` of bool, shape ``(y.size, x.size)``;
+        rows and columns in C order.
+
+    Raises
+    ------
+    ValueError
+        When ``f`` returns more than one array.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> nad.jacobian_sparsity(lambda x: x[1:] * x[:-1])(np.ones(3)).toarray().astype(int)
+    array([[1, 1, 0],
+           [0, 1, 1]])
+    """
+    from .ad.sparsity import jacobian_pattern
+
+    def pattern(x, *args):
+        _, _, traced = _array_program(f, x, args, "jacobian_sparsity")
+        return jacobian_pattern(traced.program).copy()
+
+    return pattern
+
+
+def _sparse_hessian(f: Callable, engine: str | None) -> Callable:
+    from .ad.sparsity import hessian_pattern
+    from .sparse import recover_star, seed_matrix, star_colouring
+
+    def hess(x, *args):
+        x_, args_, traced = _scalar_program(f, x, args, "hessian(f, sparse=True)")
+        key = ("sparse-hessian", None, None)
+        if key not in traced.derived:
+            pattern = hessian_pattern(traced.program)
+            traced.derived[key] = (pattern, star_colouring(pattern))
+        pattern, colours = traced.derived[key]
+        seed = seed_matrix(colours)
+        k = seed.shape[1]
+        if k == 0:
+            return recover_star(pattern, colours, np.zeros((x_.size, 0)))
+        frame = seed.reshape(x_.shape + (k,))
+        compressed = np.asarray(hvp(f, x_, frame, args_, engine=engine)).reshape(x_.size, k)
+        return recover_star(pattern, colours, compressed)
+
+    return hess
+
+
+def _sparse_jacobian(f: Callable, engine: str | None) -> Callable:
+    from .ad.sparsity import jacobian_pattern
+    from .sparse import (
+        column_colouring,
+        recover_columns,
+        recover_rows,
+        row_colouring,
+        seed_matrix,
+    )
+
+    def jac(x, *args):
+        x_, args_, traced = _array_program(f, x, args, "jacobian(f, sparse=True)")
+        key = ("sparse-jacobian", None, None)
+        if key not in traced.derived:
+            pattern = jacobian_pattern(traced.program)
+            columns, rows = column_colouring(pattern), row_colouring(pattern)
+            k_cols = int(columns.max()) + 1 if columns.size else 0
+            k_rows = int(rows.max()) + 1 if rows.size else 0
+            choice = ("columns", columns) if k_cols <= k_rows else ("rows", rows)
+            traced.derived[key] = (pattern, *choice)
+        pattern, side, colours = traced.derived[key]
+        y_shape = traced.program.out_slots[0].shape
+        seed = seed_matrix(colours)
+        k = seed.shape[1]
+        if k == 0:
+            return recover_columns(pattern, colours, np.zeros((pattern.shape[0], 0)))
+        if side == "columns":
+            _, t = jvp(f, x_, seed.reshape(x_.shape + (k,)), args_, engine=engine)
+            return recover_columns(pattern, colours, np.asarray(t).reshape(-1, k))
+        _, ct = vjp(f, x_, seed.reshape(y_shape + (k,)), args_, engine=engine)
+        return recover_rows(pattern, colours, np.asarray(ct).reshape(x_.size, k))
+
+    return jac

@@ -25,7 +25,9 @@ too, so nothing recognises a primitive by its name:
 * ``weight``: what recomputing one output element costs in a fused loop, in bytes of a
   load stream (``None``: not recomputable; see :mod:`newtonad.ad.remat`);
 * ``algebra``: the :class:`Algebra` facts simplification and partial evaluation use;
-* ``numpy_only``: no compiled lowering by design (the NumPy evaluator runs it).
+* ``numpy_only``: no compiled lowering by design (the NumPy evaluator runs it);
+* ``sparsity``: ``(in_avals, out_aval, consts, **params) -> local map per operand``,
+  for :mod:`newtonad.ad.sparsity`; ``None``: the generic rule of the primitive's kind.
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ class Primitive:
                  jvp: Callable | None = None, transpose: Callable | None = None,
                  linear_in: tuple[int, ...] | None = None, kind: str = "elementwise",
                  weight: Weight = None, algebra: Algebra = NO_ALGEBRA,
-                 numpy_only: bool = False):
+                 numpy_only: bool = False, sparsity: Callable | None = None):
         if name in REGISTRY:
             raise ValueError(f"primitive {name!r} is defined twice")
         if kind not in KINDS:
@@ -123,6 +125,8 @@ class Primitive:
         # No numba lowering by design (matrix factorisations, special functions numba
         # lacks): a program using it runs on the NumPy evaluator, without a warning.
         self.numpy_only = numpy_only
+        # Which operand entries each output entry may depend on (newtonad.ad.sparsity).
+        self.sparsity = sparsity
         REGISTRY[name] = self
 
     @property

@@ -119,7 +119,8 @@ sign_p = _unary("sign", np.sign, shape=_same_shape)
 floor_p = _unary("floor", np.floor, shape=_same_shape)
 ceil_p = _unary("ceil", np.ceil, shape=_same_shape)
 stop_gradient_p = Primitive("stop_gradient", impl=lambda x: x, shape=_same_shape,
-                            jvp=lambda frame, p, t, out: None, weight=0)
+                            jvp=lambda frame, p, t, out: None, weight=0,
+                            sparsity=lambda in_avals, out_aval, consts: [None])
 logical_not_p = _unary("logical_not", np.logical_not, shape=bool_shape)
 
 

@@ -259,11 +259,20 @@ def _scatter_add_transpose(ct, y, idx, *, axis, shape):
     return [gather(ct, idx, axis), None]
 
 
+def _scatter_add_sparsity(in_avals, out_aval, consts, *, axis, shape):
+    # Each entry of y lands on one output entry: gather the output's entry numbers.
+    y, idx = in_avals
+    if consts[1] is None:  # indices computed from values: any entry along the axis
+        return ["dense", None]
+    targets = np.take(np.arange(out_aval.size).reshape(out_aval.shape), consts[1], axis=axis)
+    return [(targets.ravel(), np.arange(y.size)), None]
+
+
 scatter_add_p = Primitive(
     "scatter_add", impl=_scatter_add_impl, shape=_scatter_add_shape,
     jvp=lambda frame, p, t, out, *, axis, shape: (
         None if t[0] is None else scatter_add(t[0], p[1], axis, shape)),
-    transpose=_scatter_add_transpose, kind="gather")
+    transpose=_scatter_add_transpose, kind="gather", sparsity=_scatter_add_sparsity)
 
 
 def gather(x, idx, axis):

@@ -1,0 +1,152 @@
+"""Issue 14, items 1-2: sparsity patterns as a program transform, colourings, recovery."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import sparse
+from scipy.sparse import csgraph
+
+import newtonad as nad
+from newtonad import problems
+from newtonad.sparse import column_colouring, row_colouring, star_colouring
+
+
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def _small_problems():
+    out = []
+    for name in problems.names():
+        p = problems.get(name)
+        if p.n <= 60:
+            out.append(p)
+    return out
+
+
+SMALL = _small_problems()
+
+
+def _random_points(p, count=2, seed=0):
+    rng = np.random.default_rng(seed)
+    x0 = np.asarray(p.x0, dtype=float)
+    return [x0 + 0.3 * rng.standard_normal(x0.shape) for _ in range(count)]
+
+
+def _assert_distance2_columns(pattern, colours):
+    J = sparse.csr_array(pattern, dtype=bool)
+    for row in range(J.shape[0]):
+        cols = J.indices[J.indptr[row]:J.indptr[row + 1]]
+        assert len(set(colours[cols].tolist())) == len(cols), "two columns of a row share a colour"
+
+
+def _assert_star(pattern, colours):
+    A = sparse.csr_array(pattern, dtype=bool).tolil()
+    A.setdiag(False)
+    A = sparse.csr_array(A)
+    A.eliminate_zeros()
+    rows, cols = A.nonzero()
+    assert np.all(colours[rows] != colours[cols]), "adjacent vertices share a colour"
+    k = int(colours.max()) + 1 if colours.size else 0
+    for a, b in itertools.combinations(range(k), 2):
+        keep = np.flatnonzero((colours == a) | (colours == b))
+        sub = A[keep][:, keep]
+        ncomp, labels = csgraph.connected_components(sub, directed=False)
+        degrees = np.diff(sub.indptr)
+        for c in range(ncomp):
+            members = np.flatnonzero(labels == c)
+            edges = degrees[members].sum() // 2
+            assert edges == members.size - 1, "two-coloured cycle"
+            assert members.size <= 2 or degrees[members].max() == members.size - 1, \
+                "two-coloured subgraph is not a star"
+
+
+@pytest.mark.parametrize("p", SMALL, ids=lambda p: p.name)
+def test_hessian_pattern_contains_true_nonzeros_and_sparse_hessian_is_exact(p):
+    pattern = nad.hessian_sparsity(p.fun)(p.x0)
+    assert pattern.dtype == bool and pattern.shape == (p.n, p.n)
+    colours = star_colouring(pattern)
+    _assert_star(pattern, colours)
+    for x in _random_points(p):
+        H = nad.hessian(p.fun, engine="numpy")(x)
+        missing = (np.abs(H) > 0) & ~pattern.toarray()
+        assert not missing.any(), f"pattern misses {np.argwhere(missing)[:3]}"
+        Hs = nad.hessian(p.fun, sparse=True, engine="numpy")(x)
+        assert isinstance(Hs, sparse.csr_array) and Hs.dtype == np.float64
+        np.testing.assert_allclose(Hs.toarray(), H, rtol=1e-10, atol=1e-10 * (1 + np.abs(H).max()))
+
+
+def test_chained_rosenbrock_is_exactly_tridiagonal_with_three_colours():
+    n = 200
+    pattern = nad.hessian_sparsity(rosen)(np.zeros(n))
+    expected = sparse.diags_array([np.ones(n - 1), np.ones(n), np.ones(n - 1)],
+                                  offsets=[-1, 0, 1]).toarray().astype(bool)
+    np.testing.assert_array_equal(pattern.toarray(), expected)
+    colours = star_colouring(pattern)
+    assert colours.max() + 1 == 3
+    _assert_star(pattern, colours)
+    x = np.random.default_rng(1).standard_normal(n)
+    Hs = nad.hessian(rosen, sparse=True, engine="numpy")(x)
+    np.testing.assert_allclose(Hs.toarray(), nad.hessian(rosen, engine="numpy")(x), rtol=1e-12)
+
+
+def test_sum_reduction_gives_no_dense_row():
+    # Separable: the Hessian is diagonal although every term goes through one sum.
+    f = lambda x: np.sum(np.exp(x) * x) + np.sum(np.sin(x)) ** 1
+    pattern = nad.hessian_sparsity(f)(np.ones(30))
+    np.testing.assert_array_equal(pattern.toarray(), np.eye(30, dtype=bool))
+
+
+MATRIX = np.arange(20.0).reshape(4, 5) - 7
+
+JAC_CASES = {
+    "shifted-product": (lambda x: x[1:] * x[:-1], (12,)),
+    "cumsum": (lambda x: np.cumsum(x) * x, (7,)),
+    "matvec": (lambda x: MATRIX @ x, (5,)),
+    "grid": (lambda x: (x[1:, :] - x[:-1, :]) ** 2 + np.sin(x[:-1, :]), (4, 5)),
+    "take": (lambda x: np.take(x, [2, 0, 2, 3]) ** 2, (4,)),
+    "dense-row": (lambda x: np.concatenate([x ** 2, np.sum(x, keepdims=True)]), (6,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(JAC_CASES))
+def test_jacobian_pattern_and_sparse_jacobian(name):
+    f, shape = JAC_CASES[name]
+    x = np.random.default_rng(2).standard_normal(shape)
+    J = nad.jacobian(f, engine="numpy")(x)
+    J = J.reshape(-1, x.size)
+    pattern = nad.jacobian_sparsity(f)(x)
+    assert pattern.shape == J.shape
+    assert not ((J != 0) & ~pattern.toarray()).any()
+    _assert_distance2_columns(pattern, column_colouring(pattern))
+    _assert_distance2_columns(pattern.T, row_colouring(pattern))
+    Js = nad.jacobian(f, sparse=True, engine="numpy")(x)
+    np.testing.assert_allclose(Js.toarray(), J, rtol=1e-12, atol=1e-12)
+
+
+def test_dense_row_prefers_row_colouring():
+    # A dense row forces n column colours but only 2 row colours.
+    f, shape = JAC_CASES["dense-row"]
+    pattern = nad.jacobian_sparsity(f)(np.ones(shape))
+    assert column_colouring(pattern).max() + 1 == 6
+    assert row_colouring(pattern).max() + 1 == 2
+
+
+def test_pattern_of_grid_jacobian_is_tight():
+    f, shape = JAC_CASES["grid"]
+    pattern = nad.jacobian_sparsity(f)(np.ones(shape)).toarray()
+    assert pattern.sum() == 2 * 3 * 5  # each residual on its two grid points
+
+
+def test_sparse_hessian_under_numba_engine():
+    x = np.linspace(-1.0, 1.0, 9)
+    Hs = nad.hessian(rosen, sparse=True)(x)
+    np.testing.assert_allclose(Hs.toarray(), nad.hessian(rosen)(x), rtol=1e-12)
+
+
+def test_sparse_on_wrong_outputs_says_so():
+    with pytest.raises(ValueError, match="one scalar output"):
+        nad.hessian(lambda x: x ** 2, sparse=True)(np.ones(3))
+    with pytest.raises(ValueError, match="one scalar output"):
+        nad.hessian_sparsity(lambda x: x ** 2)(np.ones(3))
