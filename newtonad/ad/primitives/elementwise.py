@@ -168,12 +168,31 @@ def _mul_scaling(unknown, args):
     return None
 
 
+def _mul_sparsity(in_avals, out_aval, consts):
+    """Elementwise, except that an output entry times a constant zero depends on nothing
+    (a term switched off by a zero coefficient, as in the Dixon-Maany problems)."""
+    zero = np.zeros(out_aval.shape, dtype=bool)
+    for value in consts:
+        if value is not None:
+            zero |= np.broadcast_to(np.asarray(value) == 0, out_aval.shape)
+    live = np.flatnonzero(~zero.ravel())
+    maps = []
+    for aval in in_avals:
+        if np.dtype(aval.dtype).kind not in "fc":
+            maps.append(None)
+            continue
+        source = np.broadcast_to(np.arange(aval.size).reshape(aval.shape), out_aval.shape)
+        maps.append((live, source.ravel()[live]))
+    return maps
+
+
 mul_p = Primitive("mul", impl=np.multiply, shape=broadcast_shape,
                   jvp=lambda frame, p, t, out: add_any(scale(frame, t[0], p[1]),
                                                        scale(frame, t[1], p[0])),
                   transpose=_mul_transpose, linear_in=(0, 1), weight=1,
                   algebra=Algebra(left_identity=1.0, right_identity=1.0, scalar_operands=True,
-                                  scaling=_mul_scaling))
+                                  scaling=_mul_scaling),
+                  sparsity=_mul_sparsity)
 
 
 def _div_jvp(frame, primals, tangents, out):
