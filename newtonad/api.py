@@ -621,22 +621,29 @@ def jacobian_sparsity(f: Callable) -> Callable:
 
 def _sparse_hessian(f: Callable, engine: str | None) -> Callable:
     from .ad.sparsity import hessian_pattern
-    from .sparse import recover_star, seed_matrix, star_colouring
+    from .sparse import assemble, seed_matrix, star_colouring, star_plan
 
     def hess(x, *args):
         x_, args_, traced = _scalar_program(f, x, args, "hessian(f, sparse=True)")
+        # Pattern, colouring, seed and recovery plan: once per program. Objective.hess
+        # shares the (pattern, colours) and seed entries under the same keys.
         key = ("sparse-hessian", None, None)
         if key not in traced.derived:
             pattern = hessian_pattern(traced.program)
             traced.derived[key] = (pattern, star_colouring(pattern))
         pattern, colours = traced.derived[key]
-        seed = seed_matrix(colours)
+        seed_key = ("sparse-hessian-seed", None, None)
+        plan_key = ("sparse-hessian-plan", None, None)
+        if seed_key not in traced.derived:
+            traced.derived[seed_key] = seed_matrix(colours)
+        if plan_key not in traced.derived:
+            traced.derived[plan_key] = star_plan(pattern, colours)
+        seed, plan = traced.derived[seed_key], traced.derived[plan_key]
         k = seed.shape[1]
         if k == 0:
-            return recover_star(pattern, colours, np.zeros((x_.size, 0)))
-        frame = seed.reshape(x_.shape + (k,))
-        compressed = np.asarray(hvp(f, x_, frame, args_, engine=engine)).reshape(x_.size, k)
-        return recover_star(pattern, colours, compressed)
+            return assemble(pattern, plan, np.zeros((x_.size, 0)))
+        compressed = hvp(f, x_, seed.reshape(x_.shape + (k,)), args_, engine=engine)
+        return assemble(pattern, plan, compressed)
 
     return hess
 
@@ -644,10 +651,11 @@ def _sparse_hessian(f: Callable, engine: str | None) -> Callable:
 def _sparse_jacobian(f: Callable, engine: str | None) -> Callable:
     from .ad.sparsity import jacobian_pattern
     from .sparse import (
+        assemble,
         column_colouring,
-        recover_columns,
-        recover_rows,
+        column_plan,
         row_colouring,
+        row_plan,
         seed_matrix,
     )
 
@@ -657,20 +665,20 @@ def _sparse_jacobian(f: Callable, engine: str | None) -> Callable:
         if key not in traced.derived:
             pattern = jacobian_pattern(traced.program)
             columns, rows = column_colouring(pattern), row_colouring(pattern)
-            k_cols = int(columns.max()) + 1 if columns.size else 0
-            k_rows = int(rows.max()) + 1 if rows.size else 0
-            choice = ("columns", columns) if k_cols <= k_rows else ("rows", rows)
+            if columns.max(initial=-1) <= rows.max(initial=-1):  # the narrower frame
+                choice = ("columns", seed_matrix(columns), column_plan(pattern, columns))
+            else:
+                choice = ("rows", seed_matrix(rows), row_plan(pattern, rows))
             traced.derived[key] = (pattern, *choice)
-        pattern, side, colours = traced.derived[key]
-        y_shape = traced.program.out_slots[0].shape
-        seed = seed_matrix(colours)
+        pattern, side, seed, plan = traced.derived[key]
         k = seed.shape[1]
         if k == 0:
-            return recover_columns(pattern, colours, np.zeros((pattern.shape[0], 0)))
+            return assemble(pattern, plan, np.zeros((0,)))
         if side == "columns":
-            _, t = jvp(f, x_, seed.reshape(x_.shape + (k,)), args_, engine=engine)
-            return recover_columns(pattern, colours, np.asarray(t).reshape(-1, k))
-        _, ct = vjp(f, x_, seed.reshape(y_shape + (k,)), args_, engine=engine)
-        return recover_rows(pattern, colours, np.asarray(ct).reshape(x_.size, k))
+            _, compressed = jvp(f, x_, seed.reshape(x_.shape + (k,)), args_, engine=engine)
+        else:
+            y_shape = traced.program.out_slots[0].shape
+            _, compressed = vjp(f, x_, seed.reshape(y_shape + (k,)), args_, engine=engine)
+        return assemble(pattern, plan, compressed)
 
     return jac

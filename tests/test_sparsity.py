@@ -194,3 +194,34 @@ def test_pattern_is_cached_and_callers_cannot_spoil_it():
     first.data[:] = False
     again = nad.hessian_sparsity(rosen)(np.zeros(n))
     assert again.toarray().sum() == 3 * n - 2
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_colourings_and_recovery_on_random_patterns(seed):
+    from newtonad.sparse import recover_columns, recover_rows, recover_star, seed_matrix
+
+    rng = np.random.default_rng(seed)
+    n, m = 40, 30
+    A = sparse.random_array((n, n), density=0.08, rng=rng).toarray()
+    H = A + A.T + np.diag(rng.standard_normal(n))
+    colours = star_colouring(H != 0)
+    _assert_star(H != 0, colours)
+    S = seed_matrix(colours)
+    np.testing.assert_array_equal(recover_star(H != 0, colours, H @ S).toarray(), H)
+    J = sparse.random_array((m, n), density=0.1, rng=rng).toarray()
+    columns, rows = column_colouring(J != 0), row_colouring(J != 0)
+    _assert_distance2_columns(J != 0, columns)
+    _assert_distance2_columns((J != 0).T, rows)
+    np.testing.assert_array_equal(
+        recover_columns(J != 0, columns, J @ seed_matrix(columns)).toarray(), J)
+    np.testing.assert_array_equal(
+        recover_rows(J != 0, rows, J.T @ seed_matrix(rows)).toarray(), J)
+
+
+def test_zero_hessian_and_constant_jacobian_patterns_are_empty():
+    x = np.ones(4)
+    H = nad.hessian(lambda x: np.sum(3.0 * x), sparse=True, engine="numpy")(x)
+    assert H.shape == (4, 4) and H.nnz == 0
+    J = nad.jacobian(lambda x: np.ones(3) + 0.0 * np.sum(x ** 0), sparse=True,
+                     engine="numpy")(x)
+    assert J.shape == (3, 4) and J.toarray().tolist() == np.zeros((3, 4)).tolist()

@@ -5,7 +5,17 @@ computing derivatives", SIAM Review 47(4), 2005.
 """
 
 from .colouring import column_colouring, row_colouring, star_colouring
-from .recovery import recover_columns, recover_rows, recover_star, seed_matrix
+from .recovery import (
+    assemble,
+    column_plan,
+    recover_columns,
+    recover_rows,
+    recover_star,
+    row_plan,
+    seed_matrix,
+    star_plan,
+)
 
-__all__ = ["column_colouring", "recover_columns", "recover_rows", "recover_star",
-           "row_colouring", "seed_matrix", "star_colouring"]
+__all__ = ["assemble", "column_colouring", "column_plan", "recover_columns", "recover_rows",
+           "recover_star", "row_colouring", "row_plan", "seed_matrix", "star_colouring",
+           "star_plan"]

@@ -14,6 +14,8 @@ compromise between colour count and cost.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy import sparse
 
@@ -39,18 +41,63 @@ def _check_pattern(pattern: sparse.sparray | np.ndarray, square: bool) -> sparse
     return matrix
 
 
-def _distance1(graph: sparse.csr_array) -> np.ndarray:
-    """Greedy distance-1 colouring of ``graph`` in largest-first order."""
-    n = graph.shape[0]
-    colours = np.full(n, -1, dtype=np.int64)
-    forbidden = np.full(n + 1, -1, dtype=np.int64)  # forbidden[c] == v: c is taken near v
-    indptr, indices = graph.indptr, graph.indices
-    for v in largest_first(graph):
-        forbidden[colours[indices[indptr[v]:indptr[v + 1]]]] = v  # -1 hits the spare slot
+def _greedy_distance1(indptr, indices, order, colours, forbidden):  # pragma: no cover
+    """Greedy distance-1 colouring (scalar loops, compiled by numba)."""
+    for v in order:
+        for p in range(indptr[v], indptr[v + 1]):
+            c = colours[indices[p]]
+            if c >= 0:
+                forbidden[c] = v
         c = 0
         while forbidden[c] == v:
             c += 1
         colours[v] = c
+
+
+def _greedy_star(indptr, indices, order, colours, forbidden):  # pragma: no cover
+    """Greedy star colouring (scalar loops, compiled by numba); see star_colouring."""
+    for v in order:
+        for p in range(indptr[v], indptr[v + 1]):
+            w = indices[p]
+            cw = colours[w]
+            if cw >= 0:
+                forbidden[cw] = v
+        for p in range(indptr[v], indptr[v + 1]):
+            w = indices[p]
+            cw = colours[w]
+            for q in range(indptr[w], indptr[w + 1]):
+                x = indices[q]
+                cx = colours[x]
+                if x == v or cx < 0:
+                    continue
+                if cw < 0:  # w not coloured yet: v and x must differ
+                    forbidden[cx] = v
+                    continue
+                # v-w-x-y would be two-coloured if x has another neighbour coloured cw
+                for r in range(indptr[x], indptr[x + 1]):
+                    y = indices[r]
+                    if y != w and colours[y] == cw:
+                        forbidden[cx] = v
+                        break
+        c = 0
+        while forbidden[c] == v:
+            c += 1
+        colours[v] = c
+
+
+@functools.cache
+def _compiled(kernel):
+    import numba
+
+    return numba.njit(cache=True, nogil=True)(kernel)
+
+
+def _run(kernel, graph: sparse.csr_array) -> np.ndarray:
+    n = graph.shape[0]
+    colours = np.full(n, -1, dtype=np.int64)
+    forbidden = np.full(n + 1, -1, dtype=np.int64)  # forbidden[c] == v: c is taken near v
+    _compiled(kernel)(graph.indptr.astype(np.int64), graph.indices.astype(np.int64),
+                      largest_first(graph).astype(np.int64), colours, forbidden)
     return colours
 
 
@@ -77,7 +124,7 @@ def column_colouring(pattern: sparse.sparray | np.ndarray) -> np.ndarray:
     J = _check_pattern(pattern, square=False)
     # Columns conflict when they share a row: the column intersection graph J^T J.
     intersection = (J.T.astype(np.int32) @ J.astype(np.int32)).astype(bool)
-    return _distance1(_adjacency(intersection))
+    return _run(_greedy_distance1, _adjacency(intersection))
 
 
 def row_colouring(pattern: sparse.sparray | np.ndarray) -> np.ndarray:
@@ -122,31 +169,4 @@ def star_colouring(pattern: sparse.sparray | np.ndarray) -> np.ndarray:
     >>> int(star_colouring(band).max()) + 1
     3
     """
-    graph = _adjacency(_check_pattern(pattern, square=True))
-    n = graph.shape[0]
-    colours = np.full(n, -1, dtype=np.int64)
-    forbidden = np.full(n + 1, -1, dtype=np.int64)
-    indptr, indices = graph.indptr, graph.indices
-
-    def neighbours(v: int) -> np.ndarray:
-        return indices[indptr[v]:indptr[v + 1]]
-
-    for v in largest_first(graph):
-        near = neighbours(v)
-        forbidden[colours[near]] = v
-        for w in near:
-            beyond = neighbours(w)
-            if colours[w] < 0:
-                forbidden[colours[beyond]] = v
-                continue
-            for x in beyond:
-                if x == v or colours[x] < 0:
-                    continue
-                around = neighbours(x)
-                if np.any(colours[around[around != w]] == colours[w]):
-                    forbidden[colours[x]] = v
-        c = 0
-        while forbidden[c] == v:
-            c += 1
-        colours[v] = c
-    return colours
+    return _run(_greedy_star, _adjacency(_check_pattern(pattern, square=True)))

@@ -8,6 +8,8 @@ Manne & Pothen 2005).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy import sparse
 
@@ -31,15 +33,109 @@ def seed_matrix(colours: np.ndarray) -> np.ndarray:
     return seed
 
 
-def _entries(pattern: sparse.sparray) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
-    coo = sparse.coo_array(sparse.csr_array(pattern, dtype=bool))
-    return coo.row.astype(np.int64), coo.col.astype(np.int64), coo.shape
+def _canonical(pattern: sparse.sparray | np.ndarray) -> sparse.csr_array:
+    matrix = sparse.csr_array(pattern, dtype=bool, copy=True)
+    matrix.sum_duplicates()  # sorted indices, no duplicates
+    return matrix
 
 
-def _assemble(rows, cols, values, shape) -> sparse.csr_array:
-    out = sparse.csr_array((np.asarray(values, dtype=np.float64), (rows, cols)), shape=shape)
-    out.sort_indices()
-    return out
+def _rows_cols(pattern: sparse.csr_array) -> tuple[np.ndarray, np.ndarray]:
+    rows = np.repeat(np.arange(pattern.shape[0], dtype=np.int64), np.diff(pattern.indptr))
+    return rows, pattern.indices.astype(np.int64)
+
+
+def _width(colours: np.ndarray) -> int:
+    return int(colours.max()) + 1 if colours.size else 0
+
+
+def column_plan(pattern: sparse.sparray | np.ndarray, colours: np.ndarray) -> np.ndarray:
+    """Where each stored entry of ``J`` sits in ``(J @ S).ravel()`` (column colouring).
+
+    Parameters
+    ----------
+    pattern : sparse matrix or ndarray of bool, shape (m, n)
+    colours : ndarray of int, shape (n,)
+
+    Returns
+    -------
+    ndarray of int64
+        One flat index per entry of ``pattern`` in canonical CSR order.
+    """
+    matrix = _canonical(pattern)
+    rows, cols = _rows_cols(matrix)
+    return rows * _width(colours) + colours[cols]
+
+
+def row_plan(pattern: sparse.sparray | np.ndarray, colours: np.ndarray) -> np.ndarray:
+    """Where each stored entry of ``J`` sits in ``(J.T @ S).ravel()`` (row colouring).
+
+    Parameters
+    ----------
+    pattern : sparse matrix or ndarray of bool, shape (m, n)
+    colours : ndarray of int, shape (m,)
+
+    Returns
+    -------
+    ndarray of int64
+    """
+    matrix = _canonical(pattern)
+    rows, cols = _rows_cols(matrix)
+    return cols * _width(colours) + colours[rows]
+
+
+def star_plan(pattern: sparse.sparray | np.ndarray, colours: np.ndarray) -> np.ndarray:
+    """Where each stored entry of a symmetric ``H`` sits in ``(H @ S).ravel()`` (star colouring).
+
+    ``H[i, i] = B[i, c[i]]`` (no neighbour of ``i`` shares its colour). Off the diagonal,
+    ``H[i, j] = B[i, c[j]]`` when ``j`` is the only neighbour of ``i`` coloured ``c[j]``;
+    otherwise the star property makes ``i`` the only neighbour of ``j`` coloured
+    ``c[i]``, and ``H[i, j] = B[j, c[i]]``.
+
+    Parameters
+    ----------
+    pattern : sparse matrix or ndarray of bool, shape (n, n)
+        Symmetric.
+    colours : ndarray of int, shape (n,)
+        A star colouring of ``pattern``.
+
+    Returns
+    -------
+    ndarray of int64
+    """
+    matrix = _canonical(pattern)
+    rows, cols = _rows_cols(matrix)
+    k = _width(colours)
+    here = rows * k + colours[cols]
+    off = rows != cols
+    # How many neighbours of each vertex carry each colour.
+    count = np.bincount(here[off], minlength=matrix.shape[0] * k)
+    return np.where(~off | (count[here] == 1), here, cols * k + colours[rows])
+
+
+def assemble(pattern: sparse.sparray | np.ndarray, plan: np.ndarray,
+             compressed: np.ndarray) -> sparse.csr_array:
+    """The derivative as a CSR array: ``pattern``'s structure, values read by ``plan``.
+
+    Parameters
+    ----------
+    pattern : sparse matrix or ndarray of bool
+    plan : ndarray of int64
+        From :func:`column_plan`, :func:`row_plan` or :func:`star_plan`.
+    compressed : ndarray
+        The frame the plan was made for.
+
+    Returns
+    -------
+    scipy.sparse.csr_array of float64
+    """
+    matrix = pattern if _is_canonical(pattern) else _canonical(pattern)
+    values = np.asarray(compressed, dtype=np.float64).ravel()[plan]
+    return sparse.csr_array((values, matrix.indices.copy(), matrix.indptr.copy()),
+                            shape=matrix.shape)
+
+
+def _is_canonical(pattern: Any) -> bool:
+    return isinstance(pattern, sparse.csr_array) and bool(pattern.has_canonical_format)
 
 
 def recover_columns(pattern: sparse.sparray, colours: np.ndarray,
@@ -56,8 +152,7 @@ def recover_columns(pattern: sparse.sparray, colours: np.ndarray,
     -------
     scipy.sparse.csr_array of float64, shape (m, n)
     """
-    rows, cols, shape = _entries(pattern)
-    return _assemble(rows, cols, compressed[rows, colours[cols]], shape)
+    return assemble(_canonical(pattern), column_plan(pattern, colours), compressed)
 
 
 def recover_rows(pattern: sparse.sparray, colours: np.ndarray,
@@ -74,18 +169,12 @@ def recover_rows(pattern: sparse.sparray, colours: np.ndarray,
     -------
     scipy.sparse.csr_array of float64, shape (m, n)
     """
-    rows, cols, shape = _entries(pattern)
-    return _assemble(rows, cols, compressed[cols, colours[rows]], shape)
+    return assemble(_canonical(pattern), row_plan(pattern, colours), compressed)
 
 
 def recover_star(pattern: sparse.sparray, colours: np.ndarray,
                  compressed: np.ndarray) -> sparse.csr_array:
-    """A symmetric ``H`` from ``B = H @ S`` of a star colouring (direct recovery).
-
-    ``H[i, i] = B[i, c[i]]`` (no neighbour of ``i`` shares its colour). Off the diagonal,
-    ``H[i, j] = B[i, c[j]]`` when ``j`` is the only neighbour of ``i`` coloured ``c[j]``;
-    otherwise the star property makes ``i`` the only neighbour of ``j`` coloured
-    ``c[i]``, and ``H[i, j] = B[j, c[i]]``.
+    """A symmetric ``H`` from ``B = H @ S`` of a star colouring (see :func:`star_plan`).
 
     Parameters
     ----------
@@ -99,13 +188,4 @@ def recover_star(pattern: sparse.sparray, colours: np.ndarray,
     -------
     scipy.sparse.csr_array of float64, shape (n, n)
     """
-    rows, cols, shape = _entries(pattern)
-    k = compressed.shape[1]
-    off = rows != cols
-    # How many neighbours of each vertex carry each colour.
-    count = np.zeros((shape[0], k), dtype=np.int64)
-    np.add.at(count, (rows[off], colours[cols[off]]), 1)
-    unique = count[rows, colours[cols]] == 1
-    values = np.where(unique | ~off, compressed[rows, colours[cols]],
-                      compressed[cols, colours[rows]])
-    return _assemble(rows, cols, values, shape)
+    return assemble(_canonical(pattern), star_plan(pattern, colours), compressed)
