@@ -225,3 +225,25 @@ def test_zero_hessian_and_constant_jacobian_patterns_are_empty():
     J = nad.jacobian(lambda x: np.ones(3) + 0.0 * np.sum(x ** 0), sparse=True,
                      engine="numpy")(x)
     assert J.shape == (3, 4) and J.toarray().tolist() == np.zeros((3, 4)).tolist()
+
+
+def test_stacked_solves_are_dense_within_each_matrix_only():
+    def f(x):
+        A = x.reshape(3, 2, 2) + 4.0 * np.eye(2)
+        return np.linalg.solve(A, np.ones((3, 2, 1))).ravel() * np.linalg.det(A).repeat(2)
+
+    x = np.random.default_rng(5).standard_normal(12)
+    pattern = nad.jacobian_sparsity(f)(x).toarray()
+    expected = np.kron(np.eye(3, dtype=bool), np.ones((2, 4), dtype=bool))
+    np.testing.assert_array_equal(pattern, expected)
+    J = nad.jacobian(f, engine="numpy")(x)
+    np.testing.assert_allclose(nad.jacobian(f, sparse=True, engine="numpy")(x).toarray(), J,
+                               rtol=1e-12, atol=1e-14)
+
+
+def test_every_primitive_has_a_sparsity_rule():
+    from newtonad.ad.primitives.core import REGISTRY
+    from newtonad.ad.sparsity import rule_for
+
+    for primitive in REGISTRY.values():
+        assert callable(rule_for(primitive)), primitive.name

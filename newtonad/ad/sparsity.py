@@ -68,7 +68,10 @@ def elementwise_rule(in_avals: Sequence[Slot], out_aval: Slot, consts: Sequence[
         if not is_float(aval):
             maps.append(None)
             continue
-        maps.append(copy_map(np.broadcast_to(_positions(aval), out_aval.shape)))
+        try:
+            maps.append(copy_map(np.broadcast_to(_positions(aval), out_aval.shape)))
+        except ValueError:  # not a broadcast after all: stay conservative
+            maps.append(DENSE)
     return maps
 
 
@@ -177,6 +180,35 @@ def contraction_rule(in_avals, out_aval, consts, *, spec, **params) -> list[Loca
     return [(out_index, flat(s)) if is_float(a) else None for s, a in zip(subs, in_avals)]
 
 
+def matrix_rule(in_avals, out_aval, consts, **params) -> list[LocalMap]:
+    """Factorisations and solves of stacks of matrices: dense within each matrix.
+
+    The leading axes that every floating operand has besides its last two (and that
+    the output shares) are batch axes: an output entry depends on every operand entry
+    of its own batch element only. Without shared batch axes, dense.
+    """
+    floats = [a for a in in_avals if is_float(a)]
+    batch = min((a.ndim - 2 for a in floats), default=0)
+    shape = out_aval.shape[:batch] if batch > 0 else ()
+    if batch <= 0 or any(a.shape[:batch] != shape for a in floats):
+        return dense_rule(in_avals, out_aval, consts)
+    count = int(np.prod(shape, dtype=np.int64))
+    out_per = out_aval.size // count
+    maps: list[LocalMap] = []
+    for aval in in_avals:
+        if not is_float(aval):
+            maps.append(None)
+            continue
+        in_per = aval.size // count
+        # every (output entry, operand entry) pair of the same batch element
+        b = np.repeat(np.arange(count), out_per * in_per)
+        within = np.arange(out_per * in_per)
+        out_index = b * out_per + np.tile(within // in_per, count)
+        in_index = b * in_per + np.tile(within % in_per, count)
+        maps.append((out_index, in_index))
+    return maps
+
+
 def dense_rule(in_avals, out_aval, consts, **params) -> list[LocalMap]:
     """Every output entry on every entry of every floating operand (matrix factorisations,
     solves, and any primitive without a better rule)."""
@@ -199,6 +231,8 @@ def rule_for(primitive: Any) -> Callable[..., list[LocalMap]]:
         return scan_rule
     if kind == "contraction":
         return contraction_rule
+    if kind == "matrix":
+        return matrix_rule
     return dense_rule
 
 
