@@ -247,3 +247,37 @@ def test_every_primitive_has_a_sparsity_rule():
 
     for primitive in REGISTRY.values():
         assert callable(rule_for(primitive)), primitive.name
+
+
+@pytest.mark.parametrize("ordering", ["largest-first", "smallest-last"])
+def test_both_orderings_give_valid_colourings(ordering):
+    from newtonad.sparse.colouring import _adjacency, ordering_of
+
+    p = problems.get("minimal-surface")
+    pattern = nad.hessian_sparsity(p.fun)(p.x0)
+    order = ordering_of(_adjacency(pattern), ordering)
+    assert sorted(order.tolist()) == list(range(p.n))
+    _assert_star(pattern, star_colouring(pattern, ordering))
+    _assert_distance2_columns(pattern, column_colouring(pattern, ordering))
+    band = sparse.diags_array([np.ones(49), np.ones(50), np.ones(49)], offsets=[-1, 0, 1])
+    assert star_colouring(band, ordering).max() + 1 == 3
+
+
+def test_smallest_last_removes_a_least_degree_vertex_each_time():
+    from newtonad.sparse.colouring import _adjacency, ordering_of
+
+    rng = np.random.default_rng(7)
+    A = sparse.random_array((30, 30), density=0.15, rng=rng)
+    graph = _adjacency((A + A.T) != 0)
+    order = ordering_of(graph, "smallest-last")
+    dense = graph.toarray()
+    alive = np.ones(30, dtype=bool)
+    for v in order[::-1]:  # removal order
+        degrees = dense[alive][:, alive].sum(axis=1)
+        assert dense[v, alive].sum() == degrees.min()
+        alive[v] = False
+
+
+def test_unknown_ordering_is_refused():
+    with pytest.raises(ValueError, match="unknown ordering"):
+        star_colouring(np.eye(3, dtype=bool), "random")
