@@ -281,3 +281,18 @@ def test_smallest_last_removes_a_least_degree_vertex_each_time():
 def test_unknown_ordering_is_refused():
     with pytest.raises(ValueError, match="unknown ordering"):
         star_colouring(np.eye(3, dtype=bool), "random")
+
+
+def test_sparse_jacobian_of_non_array_output_says_so():
+    with pytest.raises(TypeError, match="need one array"):
+        nad.jacobian(lambda x: (x, x ** 2), sparse=True)(np.ones(3))
+    with pytest.raises(TypeError, match="must return an array"):
+        nad.jacobian_sparsity(lambda x: "text")(np.ones(3))
+
+
+def test_sparse_jacobian_under_numba_engine_both_frames():
+    x = np.linspace(0.5, 1.5, 8)
+    for name in ("shifted-product", "dense-row"):  # column frame, then row frame
+        f, _ = JAC_CASES[name]
+        J = nad.jacobian(f)(x).reshape(-1, x.size)
+        np.testing.assert_allclose(nad.jacobian(f, sparse=True)(x).toarray(), J, rtol=1e-12)
