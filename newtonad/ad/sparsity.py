@@ -256,7 +256,16 @@ def _apply(local: LocalMap, pattern: Any, out_size: int, in_size: int) -> Any:
         cols = np.tile(union, out_size)
         return sparse.csr_array((np.ones(rows.size, dtype=bool), (rows, cols)),
                                 shape=(out_size, pattern.shape[1]))
-    out_index, in_index = local
+    out_index, in_index = np.asarray(local[0]), np.asarray(local[1])
+    if out_index.size and np.all(np.diff(out_index) > 0):
+        # A copy map (each output entry from at most one operand entry, the common case):
+        # select rows instead of multiplying.
+        picked = pattern[in_index]
+        counts = np.zeros(out_size, dtype=np.int64)
+        counts[out_index] = np.diff(picked.indptr)
+        indptr = np.concatenate(([0], np.cumsum(counts)))
+        return sparse.csr_array((picked.data, picked.indices, indptr),
+                                shape=(out_size, pattern.shape[1]))
     L = sparse.csr_array((np.ones(len(out_index), dtype=np.int32), (out_index, in_index)),
                          shape=(out_size, in_size))
     L.data[:] = 1  # duplicates summed: back to ones
