@@ -129,6 +129,8 @@ class Progress:
             with self._lock:
                 if self._stop.is_set():
                     return
+                if not self.note:  # nothing said yet (the run is just starting): no bare clock
+                    continue
                 self.stream.write(self.line(10**4) + "\n")
                 self.stream.flush()
 
