@@ -19,6 +19,7 @@ from newtonad.ad.engine.passes import (
     parallel_chunking,
     parallel_chunks,
     run_time_extents,
+    under,
     worth_threads,
 )
 from newtonad.ad.engine.printer import print_lines
@@ -101,6 +102,17 @@ def test_run_time_extents_after_parallel_chunks_keeps_the_parallel_loop_literal(
     out, table = run_time_extents(parallel_chunks((single,), TWO_THREADS))
     assert table == {}
     assert out[0].body[0] == ir.ParallelFor(0, 100, 8, 13, ())
+
+
+def test_under_moves_statements_to_where_the_guard_can_be_tested():
+    stmt = [ir.Assign(ir.Var("t"), ir.Lit("1.0", True))]
+    placed = [ir.Placed(0, stmt), ir.Placed(2, stmt, after=True), ir.Placed(3, stmt)]
+    guard = (ir.Bound(1, ">=", 1), ir.Bound(0, "<", 9))  # needs i0 and i1: depth 2
+    out = under(placed, guard, levels=3)
+    assert [(p.depth, p.guard, p.after) for p in out] == [(2, guard, False), (2, guard, True),
+                                                          (3, guard, False)]
+    assert under(placed, guard, levels=1)[0].depth == 1  # never below the loops written
+    assert placed[0].depth == 0 and placed[0].guard == ()  # the input is not changed
 
 
 def rosen(x):

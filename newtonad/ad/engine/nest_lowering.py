@@ -40,12 +40,11 @@ from .loop_ir import (
     Threadable,
     Var,
     code_lines,
-    guard_depth,
     is_simple,
 )
 from .numba_ops import PASS_THROUGH, literal_atom
 from .numba_plan import Box, Nest, Sink, map_vars, operand_maps, segments
-from .passes import drop_dead
+from .passes import drop_dead, under
 
 # The kernel generator (numba_codegen.Generator) calls these lowerings and is passed to
 # them as ``gen``; it is not imported here, so the two modules do not depend on each other.
@@ -72,14 +71,16 @@ class NestWriter:
         self.placed: list[Placed] = []
         self.memo: dict[tuple, tuple[Any, int]] = {}  # (slot, map, column) -> (atom, depth)
         self.uses: Counter[int] = Counter()
-        self.guard: Guard = ()  # the box condition of the statements emitted now
         self.products: dict[Var, tuple[tuple[Any, int], tuple[Any, int]]] = {}
         self.loaded: set[int] = set()  # base slots loaded from memory
 
     def emit(self, depth: int, *stmts: Any, after: bool = False) -> None:
         """Place ``stmts`` at loop depth ``depth`` (``after``: below that level's inner loop)."""
-        depth = max(depth, guard_depth(self.guard))  # where the guard's variables exist
-        self.placed.append(Placed(min(depth, self.levels), list(stmts), self.guard, after))
+        self.placed.append(Placed(min(depth, self.levels), list(stmts), (), after))
+
+    def guard_since(self, start: int, guard: Guard) -> None:
+        """Run the statements placed from ``start`` on under ``guard`` (:func:`.passes.under`)."""
+        self.placed[start:] = under(self.placed[start:], guard, self.levels)
 
     def statements(self) -> int:
         """How many lines of code (not comments) have been emitted."""
@@ -195,8 +196,10 @@ class NestWriter:
         self.emit(depth, Assign(temp, src))
         return temp, depth
 
-    def sink(self, s: Sink, terms: list | None = None) -> None:
-        """Emit the write of sink ``s`` (for ``gsum``: of its ``terms`` active here)."""
+    def sink(self, s: Sink, terms: list | None = None, guarded: bool = False) -> None:
+        """Emit the write of sink ``s`` (for ``gsum``: of its ``terms`` active here);
+        ``guarded``: it will run under a condition (then a reduction goes straight
+        into its target)."""
         g = self.g
         depth = len(s.space)
         g.note_write(self.item, s.target)
@@ -220,7 +223,7 @@ class NestWriter:
             src, _ = self.simple(s.value, s.vmap)
             comment = Comment(g.describe(s.step))
             depth = min(depth, self.levels)
-            if self.guard or depth == 0 or g.is_scalar(s.target) or \
+            if guarded or depth == 0 or g.is_scalar(s.target) or \
                     any(d[0] == depth - 1 for d in self.fixed(s.tmap)):
                 self.emit(depth, comment, Reduce(target, src, s.op))
                 return
@@ -236,28 +239,29 @@ class NestWriter:
         """Emit sink ``s`` for any box of the nest: each part runs under its box's condition.
 
         Every term gets its own common-subexpression table, so a statement never
-        outlives the condition it was computed under.
+        outlives the condition it was computed under. The statements are written
+        unguarded and then put under their condition (:meth:`guard_since`).
         """
         g = self.g
         depth = len(s.space)
         own = condition(s.box, full)
         if s.kind != "gsum":
-            self.memo, self.guard = {}, own
-            self.sink(s)
-            self.guard = ()
+            self.memo, start = {}, len(self.placed)
+            self.sink(s, guarded=bool(own))
+            self.guard_since(start, own)
             return
         g.note_write(self.item, s.target)
         acc = Var(f"acc{len(self.placed)}")
         self.emit(depth, Assign(acc, literal_atom(0, g.slots[s.target].dtype)))
         for term in s.terms:
-            self.memo = {}
-            self.guard = tuple(dict.fromkeys(own + condition(term.box, full)))
+            self.memo, start = {}, len(self.placed)
             src, _ = self.value(term.slot, term.vmap)
             self.emit(depth, Comment(f"{g.describe(term.step)}  (gathered)"),
                       Assign(acc, src, "+="))
-        self.guard = own
+            self.guard_since(start, tuple(dict.fromkeys(own + condition(term.box, full))))
+        start = len(self.placed)
         self.emit(depth, Assign(self.load(s.target, s.tmap), acc))
-        self.guard = ()
+        self.guard_since(start, own)
 
     def render(self, box: tuple[tuple[Any, Any], ...]) -> list[Any]:
         """The placed statements in loops over ``box`` (one range per loop variable).

@@ -4,6 +4,7 @@ The lowerings build a kernel body that says *what* runs; these passes decide *ho
 from the :class:`~.options.LoweringOptions` and the IR alone, and never touch the
 generator's state:
 
+- :func:`under` puts a nest's placed statements under a condition (the edges of stencils);
 - :func:`drop_dead` drops the temporaries nothing reads (on a nest's placed statements);
 - :func:`parallel_chunks` runs the outermost loop of a :class:`~.loop_ir.Threadable`
   nest on all threads where that pays off, and writes it serial elsewhere;
@@ -23,6 +24,7 @@ from .loop_ir import (
     Comment,
     For,
     ForIn,
+    Guard,
     If,
     LoopVar,
     ParallelFor,
@@ -33,6 +35,7 @@ from .loop_ir import (
     Threadable,
     Var,
     atoms,
+    guard_depth,
 )
 from .options import LoweringOptions
 
@@ -46,6 +49,15 @@ def _map_bodies(s: Any, f: Callable[[Stmts], Stmts]) -> Any:
     if isinstance(s, (For, ForIn, ParallelFor, Private, Threadable)):
         return dataclasses.replace(s, body=f(s.body))
     return s
+
+
+# ---- placed statements (before a nest's loops are written) -------------------------------------
+
+def under(placed: list[Placed], guard: Guard, levels: int) -> list[Placed]:
+    """``placed`` run under ``guard``, each no shallower than where the guard's loop
+    variables exist (and no deeper than the ``levels`` loops written)."""
+    return [Placed(min(max(p.depth, guard_depth(guard)), levels), p.stmts, guard, p.after)
+            for p in placed]
 
 
 # ---- dead temporaries --------------------------------------------------------------------------
@@ -168,5 +180,5 @@ def run_time_extents(body: Stmts) -> tuple[Stmts, dict[int, int]]:
     return run(tuple(body)), extents
 
 
-__all__ = ["drop_dead", "parallel_chunks", "parallel_chunking", "worth_threads",
+__all__ = ["under", "drop_dead", "parallel_chunks", "parallel_chunking", "worth_threads",
            "run_time_extents"]
