@@ -1,7 +1,8 @@
 """Parallel loops of the numba engine agree with the NumPy reference engine.
 
 A loop nest with enough iterations runs its outermost loop in chunks on all of numba's
-threads (``prange``; :func:`newtonad.ad.engine.nest_lowering.parallel_ok`). Here the
+threads (``prange``; :func:`newtonad.ad.engine.nest_lowering.independent_rows`,
+:func:`newtonad.ad.engine.passes.worth_threads`). Here the
 lowering options lower the size gate so that parallel loops form at test sizes, and
 set the thread count the code generator sees to two whatever the machine. Every case
 compares all outputs with the reference evaluator to 1e-12, run on two threads and on

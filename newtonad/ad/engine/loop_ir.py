@@ -175,13 +175,18 @@ class If:
 
 @dataclass(frozen=True)
 class For:
-    """``for var in range(start, stop, step)`` (bounds: ints or expressions)."""
+    """``for var in range(start, stop, step)`` (bounds: ints or expressions).
+
+    ``stop_at_run_time``: the innermost loop of a nest whose literal ``stop`` is to be
+    read at run time instead (:func:`.passes.run_time_extents`).
+    """
 
     var: Union[Var, LoopVar]
     start: Any
     stop: Any
     body: tuple[Any, ...]
     step: int = 1
+    stop_at_run_time: bool = False
 
 
 @dataclass(frozen=True)
@@ -205,6 +210,17 @@ class ParallelFor:
 
 
 @dataclass(frozen=True)
+class Threadable:
+    """A loop nest whose outermost loop (its one top-level :class:`For`) writes no element
+    twice across iterations: it may run on all threads (:func:`.passes.parallel_chunks`
+    decides). ``rows``: the trip count of that loop; ``iterations``: of the whole nest."""
+
+    rows: int
+    iterations: int
+    body: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
 class Private:
     """Statements whose locals are their own (suffixed ``suffix``): a parallel loop's piece."""
 
@@ -219,7 +235,7 @@ class Line:
     text: str
 
 
-Stmt = Union[Comment, Assign, Reduce, If, For, ForIn, ParallelFor, Private, Line]
+Stmt = Union[Comment, Assign, Reduce, If, For, ForIn, ParallelFor, Threadable, Private, Line]
 
 
 @dataclass
@@ -244,7 +260,7 @@ def walk(stmts: Any, parallel: bool = False):
         if isinstance(s, If):
             yield from walk(s.body, parallel)
             yield from walk(s.orelse, parallel)
-        elif isinstance(s, (For, ForIn, Private)):
+        elif isinstance(s, (For, ForIn, Threadable, Private)):
             yield from walk(s.body, parallel)
         elif isinstance(s, ParallelFor):
             yield from walk(s.body, True)

@@ -4,9 +4,10 @@ A :class:`~.numba_plan.Nest` is split where its sinks start or stop (the edges o
 stencils) into pieces; each piece is written by a :class:`NestWriter`, which turns
 every fused step into one assignment at the shallowest loop depth where its operands
 exist (common subexpressions under one index map are computed once). Passes over the
-placed statements then drop the temporaries nothing reads, write a short innermost
-axis out column by column, and run the outermost loop of a large piece on all
-threads (a :class:`~.loop_ir.ParallelFor` in a :class:`~.loop_ir.Private` scope).
+placed statements then drop the temporaries nothing reads (:func:`.passes.drop_dead`)
+and write a short innermost axis out column by column. A piece whose outermost loop
+writes no element twice is marked :class:`~.loop_ir.Threadable`; the pass
+:func:`.passes.parallel_chunks` decides whether it runs on all threads.
 """
 
 from __future__ import annotations
@@ -31,21 +32,19 @@ from .loop_ir import (
     IMap,
     LoopVar,
     Mul,
-    ParallelFor,
     Placed,
-    Private,
     Reduce,
     Scalar,
     Sum,
     Text,
+    Threadable,
     Var,
-    atoms,
     code_lines,
-    guard_depth,
     is_simple,
 )
 from .numba_ops import PASS_THROUGH, literal_atom
 from .numba_plan import Box, Nest, Sink, map_vars, operand_maps, segments
+from .passes import drop_dead, under
 
 # The kernel generator (numba_codegen.Generator) calls these lowerings and is passed to
 # them as ``gen``; it is not imported here, so the two modules do not depend on each other.
@@ -72,14 +71,16 @@ class NestWriter:
         self.placed: list[Placed] = []
         self.memo: dict[tuple, tuple[Any, int]] = {}  # (slot, map, column) -> (atom, depth)
         self.uses: Counter[int] = Counter()
-        self.guard: Guard = ()  # the box condition of the statements emitted now
         self.products: dict[Var, tuple[tuple[Any, int], tuple[Any, int]]] = {}
         self.loaded: set[int] = set()  # base slots loaded from memory
 
     def emit(self, depth: int, *stmts: Any, after: bool = False) -> None:
         """Place ``stmts`` at loop depth ``depth`` (``after``: below that level's inner loop)."""
-        depth = max(depth, guard_depth(self.guard))  # where the guard's variables exist
-        self.placed.append(Placed(min(depth, self.levels), list(stmts), self.guard, after))
+        self.placed.append(Placed(min(depth, self.levels), list(stmts), (), after))
+
+    def guard_since(self, start: int, guard: Guard) -> None:
+        """Run the statements placed from ``start`` on under ``guard`` (:func:`.passes.under`)."""
+        self.placed[start:] = under(self.placed[start:], guard, self.levels)
 
     def statements(self) -> int:
         """How many lines of code (not comments) have been emitted."""
@@ -195,8 +196,10 @@ class NestWriter:
         self.emit(depth, Assign(temp, src))
         return temp, depth
 
-    def sink(self, s: Sink, terms: list | None = None) -> None:
-        """Emit the write of sink ``s`` (for ``gsum``: of its ``terms`` active here)."""
+    def sink(self, s: Sink, terms: list | None = None, guarded: bool = False) -> None:
+        """Emit the write of sink ``s`` (for ``gsum``: of its ``terms`` active here);
+        ``guarded``: it will run under a condition (then a reduction goes straight
+        into its target)."""
         g = self.g
         depth = len(s.space)
         g.note_write(self.item, s.target)
@@ -220,7 +223,7 @@ class NestWriter:
             src, _ = self.simple(s.value, s.vmap)
             comment = Comment(g.describe(s.step))
             depth = min(depth, self.levels)
-            if self.guard or depth == 0 or g.is_scalar(s.target) or \
+            if guarded or depth == 0 or g.is_scalar(s.target) or \
                     any(d[0] == depth - 1 for d in self.fixed(s.tmap)):
                 self.emit(depth, comment, Reduce(target, src, s.op))
                 return
@@ -236,34 +239,38 @@ class NestWriter:
         """Emit sink ``s`` for any box of the nest: each part runs under its box's condition.
 
         Every term gets its own common-subexpression table, so a statement never
-        outlives the condition it was computed under.
+        outlives the condition it was computed under. The statements are written
+        unguarded and then put under their condition (:meth:`guard_since`).
         """
         g = self.g
         depth = len(s.space)
         own = condition(s.box, full)
         if s.kind != "gsum":
-            self.memo, self.guard = {}, own
-            self.sink(s)
-            self.guard = ()
+            self.memo, start = {}, len(self.placed)
+            self.sink(s, guarded=bool(own))
+            self.guard_since(start, own)
             return
         g.note_write(self.item, s.target)
         acc = Var(f"acc{len(self.placed)}")
         self.emit(depth, Assign(acc, literal_atom(0, g.slots[s.target].dtype)))
         for term in s.terms:
-            self.memo = {}
-            self.guard = tuple(dict.fromkeys(own + condition(term.box, full)))
+            self.memo, start = {}, len(self.placed)
             src, _ = self.value(term.slot, term.vmap)
             self.emit(depth, Comment(f"{g.describe(term.step)}  (gathered)"),
                       Assign(acc, src, "+="))
-        self.guard = own
+            self.guard_since(start, tuple(dict.fromkeys(own + condition(term.box, full))))
+        start = len(self.placed)
         self.emit(depth, Assign(self.load(s.target, s.tmap), acc))
-        self.guard = ()
+        self.guard_since(start, own)
 
-    def render(self, box: tuple[tuple[Any, Any], ...], parallel: bool = False) -> list[Any]:
+    def render(self, box: tuple[tuple[Any, Any], ...]) -> list[Any]:
         """The placed statements in loops over ``box`` (one range per loop variable).
 
-        Bounds are ints, or expressions (the edge loops read them from a table).
-        ``parallel``: the outermost loop runs on all threads (see :func:`parallel_loop`).
+        Bounds are ints, or expressions (the edge loops read them from a table). The
+        innermost loop's literal bound is marked to be read at run time
+        (:func:`.passes.run_time_extents`) unless an axis is written out below it:
+        with the trip count known, LLVM proves that flat offsets do not wrap instead
+        of giving up on too many run-time checks.
         """
         g = self.g
         for i in self.flat:  # flat views of blocks are made per block (Generator.row_block)
@@ -290,53 +297,15 @@ class NestWriter:
             out = at(d, False)
             if d < deepest:
                 lo, hi = box[d]
-                if d == 0 and parallel:
-                    chunks, size = parallel_chunking(lo, hi, g.options.parallel_chunks)
-                    out.append(ParallelFor(lo, hi, chunks, size, tuple(level(1))))
-                    return out + at(d, True)
                 if d == 0 and g.region is not None:  # the rows of this block
                     lo, hi = 0, Scalar("nb")
-                if d == deepest - 1 and isinstance(hi, int) and self.levels == len(self.nest.space):
-                    # innermost: see Generator.extent (the start stays a literal: LLVM
-                    # then proves shifted indices are non-negative and drops numba's
-                    # wraparound selects). Below a written-out axis the bound stays a
-                    # literal too: with the trip count known, LLVM proves that flat
-                    # offsets do not wrap instead of giving up on too many run-time checks.
-                    hi = g.extent(hi)
-                out.append(For(LoopVar(d), lo, hi, tuple(level(d + 1))))
+                run_time = (d == deepest - 1 and isinstance(hi, int)
+                            and self.levels == len(self.nest.space))
+                out.append(For(LoopVar(d), lo, hi, tuple(level(d + 1)),
+                               stop_at_run_time=run_time))
             return out + at(d, True)
 
-        body = level(0)
-        if parallel:  # names of their own: numba's parallel loops must not share a local
-            g.parallel += 1  # with code outside them (every thread would write it)
-            return [Private(f"_p{g.parallel}", tuple(body))]
-        return body
-
-
-def drop_dead(placed: list[Placed]) -> list[Placed]:
-    """``placed`` without the temporaries nothing reads (and their comments).
-
-    Regrouped products (:meth:`NestWriter.hoist_factors`) leave the product they
-    replaced unread; its assignment is pure, so dropping it changes nothing.
-    """
-    while True:
-        read: set[Var] = set()
-        for p in placed:
-            for s in p.stmts:
-                if isinstance(s, (Assign, Reduce)):
-                    read.update(a for a in atoms(s.value) if isinstance(a, Var))
-                    if isinstance(s, Reduce) or s.op != "=":
-                        read.update(a for a in atoms(s.target) if isinstance(a, Var))
-        kept = [p for p in placed if not _dead(p, read)]
-        if len(kept) == len(placed):
-            return kept
-        placed = kept
-
-
-def _dead(p: Placed, read: set[Var]) -> bool:
-    sets = [s for s in p.stmts if not isinstance(s, Comment)]
-    return (len(sets) == 1 and isinstance(sets[0], Assign) and sets[0].op == "="
-            and isinstance(sets[0].target, Var) and sets[0].target not in read)
+        return level(0)
 
 
 def condition(box: Box, full: Box) -> Guard:
@@ -427,12 +396,15 @@ def _piece(gen: Generator, item: int, nest: Nest, box: Box, choice: tuple,
     writer = _write_piece(gen, item, nest, active, box, axis)
     if axis is not None and writer.statements() > opts.unroll_statements:
         writer = _write_piece(gen, item, nest, active, box, None)
-    parallel = parallel_ok(gen, writer, [s for s, _ in active], box)
-    return ([Comment(f"piece {box}")] if boxes else []) + writer.render(box, parallel=parallel)
+    body = writer.render(box)
+    if independent_rows(gen, writer, [s for s, _ in active], box):
+        extents = [hi - lo for lo, hi in box[:writer.levels]]
+        body = [Threadable(extents[0], int(np.prod(extents)), tuple(body))]
+    return ([Comment(f"piece {box}")] if boxes else []) + body
 
 
-def parallel_ok(gen: Generator, writer: NestWriter, sinks: list[Sink], box: Box) -> bool:
-    """Can the outermost loop of this piece run on several threads, and is it worth it?
+def independent_rows(gen: Generator, writer: NestWriter, sinks: list[Sink], box: Box) -> bool:
+    """Can the outermost loop of this piece run on several threads?
 
     It can when no two of its iterations write the same element: every sink inside
     the loop writes its target at an index that moves with the loop variable (a
@@ -440,16 +412,11 @@ def parallel_ok(gen: Generator, writer: NestWriter, sinks: list[Sink], box: Box)
     into a scalar (numba combines the threads' partial results); and the piece does
     not load what it writes (a stencil reading a neighbour another thread updates).
     Scattered sums (``accum``) stay serial, as do pieces inside row-blocked regions
-    (their products call BLAS) and loops over fewer than two rows per chunk.
+    (their products call BLAS). Whether threads pay off is for the pass
+    :func:`.passes.worth_threads` to decide.
     """
-    opts = gen.options
-    if (opts.parallel_min_iterations is None or gen.region is not None or opts.parallel_threads < 2
-            or writer.levels == 0 or not all(isinstance(lo, int) for lo, _ in box)):
-        return False
-    extents = [hi - lo for lo, hi in box[:writer.levels]]
-    launch_factor = 1 if opts.cheap_launch else opts.parallel_workqueue_factor
-    least = opts.parallel_min_iterations * launch_factor
-    if extents[0] < 2 * opts.parallel_chunks or int(np.prod(extents)) < least:
+    if (gen.region is not None or writer.levels == 0
+            or not all(isinstance(lo, int) for lo, _ in box)):
         return False
     for s in sinks:
         if not s.space:
@@ -459,19 +426,6 @@ def parallel_ok(gen: Generator, writer: NestWriter, sinks: list[Sink], box: Box)
         if s.kind == "accum" or not (moves or scalar_sum):
             return False
     return not writer.loaded & {gen.base(s.target) for s in sinks}
-
-
-def parallel_chunking(lo: int, hi: int, chunks: int) -> tuple[int, int]:
-    """(chunks, rows per chunk) of a loop ``for i0 in range(lo, hi)`` run on all threads.
-
-    Each chunk is a serial loop over ``j`` from 0, with ``i0 = lo + j``: as in a
-    serial loop with a literal start, LLVM then proves shifted indices non-negative,
-    drops numba's wraparound selects and vectorises an innermost loop over the rows
-    (a loop variable starting at a computed value defeats that). The chunk number is
-    masked only to tell LLVM that it is not negative.
-    """
-    size = -(-(hi - lo) // chunks)
-    return -(-(hi - lo) // size), size
 
 
 def _write_piece(gen: Generator, item: int, nest: Nest, active: list, box: Box,
@@ -490,4 +444,4 @@ def _write_piece(gen: Generator, item: int, nest: Nest, active: list, box: Box,
     return writer
 
 
-__all__ = ["NestWriter", "lower_nest", "parallel_ok", "unrolled_axis", "drop_dead"]
+__all__ = ["NestWriter", "lower_nest", "independent_rows", "unrolled_axis", "drop_dead"]

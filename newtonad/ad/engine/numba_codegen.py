@@ -8,11 +8,12 @@ showing the program step it computes, so a kernel reads like hand-written code.
 
 The body is built as loop IR (:mod:`.loop_ir`): loop nests by :mod:`.nest_lowering`,
 opaque steps by :mod:`.opaque_lowering`, and row-blocked regions here; one printer
-(:mod:`.printer`) writes it out. Loops follow the plan's iteration spaces, frame
-columns innermost. A short innermost axis (the k <= ``options.unroll`` columns of a
-small frame) is written out instead, column by column, so that LLVM vectorises the
-spatial loop around it – the per-element work shared by all columns included –
-rather than a loop of two or three iterations.
+(:mod:`.printer`) writes it out, after the passes of :mod:`.passes` decide which
+loops run on threads and which bounds are read at run time. Loops follow the plan's
+iteration spaces, frame columns innermost. A short innermost axis (the
+k <= ``options.unroll`` columns of a small frame) is written out instead, column by
+column, so that LLVM vectorises the spatial loop around it – the per-element work
+shared by all columns included – rather than a loop of two or three iterations.
 
 A row-blocked region (:class:`~.row_blocks.RowBlock`) becomes one loop
 ``for r0 in range(0, M, B)`` preceded by a comment naming the block size, the row
@@ -33,13 +34,14 @@ from typing import Any
 import numpy as np
 
 from ..program import ArrayConst, Program, Step
-from .loop_ir import Assign, Comment, For, IMap, Line, Load, Scalar, Text
+from .loop_ir import Assign, Comment, For, IMap, Line, Load, ParallelFor, Scalar, Text, walk
 from .nest_lowering import lower_nest
 from .numba_buffers import Buffer, place
 from .numba_ops import literal, literal_atom
 from .numba_plan import Nest, Plan
 from .opaque_lowering import LOWERINGS, summed_einsum
 from .options import LoweringOptions
+from .passes import parallel_chunks, run_time_extents
 from .printer import print_lines
 from .row_blocks import RowBlock
 
@@ -79,6 +81,7 @@ class Generator:
         self.slots = self.p.slots
         self.producer = {s.output: s for s in self.p.steps}
         self.extents: dict[int, int] = {}      # innermost loop bounds, passed at run time
+                                               # (set by passes.run_time_extents)
         self.reads: dict[int, set[int]] = {}   # item -> base slots read
         self.writes: dict[int, set[int]] = {}  # item -> base slots written
         self.flat: set[int] = set()            # stored slots also read through a flat view
@@ -86,7 +89,6 @@ class Generator:
         self.block_flat: set[int] = set()      # its blocked slots read through a flat view
         self.local: dict[int, int] = {}        # slots living one block at a time -> block rows
         self.temps: dict[int, int] = {}        # einsums summed over blocks -> temp size
-        self.parallel = 0                      # loops written with prange so far
 
     # -- names ---------------------------------------------------------------------------
     def describe(self, step: Step) -> str:
@@ -135,18 +137,6 @@ class Generator:
         target = Scalar(f"r{i}") if self.is_scalar(i) else Text(f"{self.flat_view(i)}[:]")
         return Assign(target, lit)
 
-    def extent(self, value: int) -> Scalar:
-        """A loop bound read at run time (``n<value>``), not a literal.
-
-        With a literal trip count LLVM fully unrolls short innermost loops (the k
-        columns of a frame) and, numba leaving the SLP vectorizer off, then runs them
-        scalar; a bound it cannot see keeps the loop vectorizer in play. (Columns
-        few enough to be written out in the source never form a loop:
-        see :func:`.nest_lowering.unrolled_axis`.)
-        """
-        self.extents.setdefault(value, len(self.extents))
-        return Scalar(f"n{value}")
-
     def note_read(self, item: int, i: int) -> None:
         if i not in self.plan.literals:
             self.reads.setdefault(item, set()).add(self.base(i))
@@ -167,6 +157,11 @@ class Generator:
         end = len(self.plan.items)
         storage, claimed = self._claim_outputs()
         body += self._finish_outputs(end, claimed)
+        # how it runs: threads for large independent loops, innermost bounds at run time
+        body = list(parallel_chunks(tuple(body), self.options))
+        parallel = any(isinstance(s, ParallelFor) for s, _ in walk(body))
+        ir_body, self.extents = run_time_extents(tuple(body))
+        body = list(ir_body)
         header, consts, arenas = self._header(storage, end)
         p = self.p
         args = ([f"x{j}" for j in range(len(p.inputs))] + [f"o{j}" for j in range(len(p.outputs))]
@@ -179,11 +174,11 @@ class Generator:
             '"""',
             "import math",  # math.erf, math.lgamma: special functions numba compiles
             "import numpy as np",
-            "from numba import njit, prange" if self.parallel else "from numba import njit",
+            "from numba import njit, prange" if parallel else "from numba import njit",
             "",
             "",
             f"@njit(cache=True, nogil=True, error_model=\"numpy\", fastmath={flags}"
-            + (", parallel=True)" if self.parallel else ")"),
+            + (", parallel=True)" if parallel else ")"),
             f"def kernel({', '.join(args)}):",
             *print_lines(header + body, "    "),
             "    return None",
@@ -191,7 +186,7 @@ class Generator:
         ]
         return Kernel("\n".join(lines), [(s.shape, s.dtype) for s in p.in_slots],
                       [(s.shape, s.dtype) for s in p.out_slots], consts, arenas,
-                      bool(self.parallel), tuple(header + body))
+                      parallel, tuple(header + body))
 
     def _claim_outputs(self) -> tuple[dict[int, str], dict[int, int]]:
         """Let each output array *be* the memory of the slot it returns, where possible."""

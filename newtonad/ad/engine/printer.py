@@ -155,7 +155,7 @@ class Printer:
 
     def parallel_for(self, s: ParallelFor, indent: str) -> list[str]:
         """Chunks of a serial loop over ``j`` from 0 with ``i0 = lo + j`` (see
-        :func:`.nest_lowering.parallel_loop` for why), on all threads."""
+        :func:`.passes.parallel_chunking` for why), on all threads."""
         x = self.suffix
         return [f"{indent}for c{x} in prange({s.chunks}):  # {s.chunks} chunks of {s.size} rows, "
                 "on all threads",

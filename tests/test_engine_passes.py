@@ -1,0 +1,133 @@
+"""The loop-IR passes of the numba engine (newtonad.ad.engine.passes) as pure functions.
+
+Each pass is checked on hand-built IR (what it turns into what, and that its input is
+left alone), and on the body of lowered kernels: no statement a pass removes is left.
+Nothing here compiles a kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import newtonad as nad
+from newtonad.ad import transforms as tf
+from newtonad.ad.engine import loop_ir as ir
+from newtonad.ad.engine import numba_engine
+from newtonad.ad.engine.options import LoweringOptions
+from newtonad.ad.engine.passes import (
+    parallel_chunking,
+    parallel_chunks,
+    run_time_extents,
+    under,
+    worth_threads,
+)
+from newtonad.ad.engine.printer import print_lines
+
+TWO_THREADS = LoweringOptions(parallel_min_iterations=1000, parallel_threads=2,
+                              parallel_chunks=8, cheap_launch=True)
+
+
+def nest(rows: int, iterations: int, inner_stop: int = 3) -> ir.Threadable:
+    """``acc = 0; for i0 in range(rows): for i1 in range(inner_stop): acc += x[i0, i1]``."""
+    inner = ir.For(ir.LoopVar(1), 0, inner_stop,
+                   (ir.Assign(ir.Var("acc"), ir.Load("b1", ((0, 1, 0), (1, 1, 0))), "+="),),
+                   stop_at_run_time=True)
+    return ir.Threadable(rows, iterations, (ir.Assign(ir.Var("acc"), ir.Lit("0.0", True)),
+                                            ir.For(ir.LoopVar(0), 0, rows, (inner,))))
+
+
+@pytest.mark.parametrize("rows", [16, 17, 100, 1000, 65537])
+@pytest.mark.parametrize("chunks", [1, 8, 64])
+def test_chunking_covers_every_row_once(rows, chunks):
+    n, size = parallel_chunking(0, rows, chunks)
+    assert n <= chunks
+    assert (n - 1) * size < rows <= n * size  # the last chunk is not empty
+
+
+def test_worth_threads_follows_the_options():
+    assert worth_threads(nest(16, 1000), TWO_THREADS)
+    assert not worth_threads(nest(15, 1000), TWO_THREADS)  # under two rows per chunk
+    assert not worth_threads(nest(16, 999), TWO_THREADS)
+    assert not worth_threads(nest(16, 1000), TWO_THREADS.replace(parallel_threads=1))
+    assert not worth_threads(nest(16, 10**9), TWO_THREADS.replace(parallel_min_iterations=None))
+    slow_start = TWO_THREADS.replace(cheap_launch=False, parallel_workqueue_factor=4)
+    assert not worth_threads(nest(16, 3999), slow_start)
+    assert worth_threads(nest(16, 4000), slow_start)
+
+
+def test_parallel_chunks_runs_the_outer_loop_on_threads():
+    body = (ir.Comment("before"), nest(100, 10**4), ir.Comment("after"))
+    out = parallel_chunks(body, TWO_THREADS)
+    assert out[0] == body[0] and out[2] == body[2]
+    private = out[1]
+    assert isinstance(private, ir.Private) and private.suffix == "_p1"
+    init, loop = private.body
+    assert init == body[1].body[0]
+    assert loop == ir.ParallelFor(0, 100, 8, 13, body[1].body[1].body)
+    text = "\n".join(print_lines(out))
+    assert "for c_p1 in prange(8):" in text and "acc_p1 += b1[i0_p1, i1_p1]" in text
+
+
+def test_parallel_chunks_leaves_small_nests_serial():
+    body = (nest(100, 999),)
+    assert parallel_chunks(body, TWO_THREADS) == body[0].body
+    assert parallel_chunks(body, TWO_THREADS.replace(parallel_threads=1)) == body[0].body
+
+
+def test_parallel_chunks_numbers_scopes_in_order_and_recurses():
+    body = (ir.If(ir.Text("flag"), (nest(100, 10**4),), (nest(50, 10**4),)),
+            ir.For(ir.Var("e"), 0, 2, (nest(100, 10**4),)))
+    out = parallel_chunks(body, TWO_THREADS)
+    privates = [s for s, _ in ir.walk(out) if isinstance(s, ir.Private)]
+    assert [p.suffix for p in privates] == ["_p1", "_p2", "_p3"]
+    assert not any(isinstance(s, ir.Threadable) for s, _ in ir.walk(out))
+    assert isinstance(body[0].body[0], ir.Threadable)  # the input is not changed
+
+
+def test_run_time_extents_reads_marked_bounds_at_run_time():
+    loop = nest(100, 10**4, inner_stop=7).body[1]
+    other = nest(100, 10**4, inner_stop=5).body[1]
+    plain = ir.For(ir.LoopVar(0), 0, 9, ())
+    out, table = run_time_extents((loop, other, loop, plain))
+    assert table == {7: 0, 5: 1}  # in order of first use, each bound once
+    inner = [s for s, _ in ir.walk(out) if isinstance(s, ir.For) and s.var == ir.LoopVar(1)]
+    assert [s.stop for s in inner] == [ir.Scalar("n7"), ir.Scalar("n5"), ir.Scalar("n7")]
+    assert not any(s.stop_at_run_time for s in inner)
+    assert out[3] == plain and out[0].stop == 100  # unmarked loops keep literal bounds
+
+
+def test_run_time_extents_after_parallel_chunks_keeps_the_parallel_loop_literal():
+    single = ir.Threadable(100, 10**4, (ir.For(ir.LoopVar(0), 0, 100, (), stop_at_run_time=True),))
+    out, table = run_time_extents(parallel_chunks((single,), TWO_THREADS))
+    assert table == {}
+    assert out[0].body[0] == ir.ParallelFor(0, 100, 8, 13, ())
+
+
+def test_under_moves_statements_to_where_the_guard_can_be_tested():
+    stmt = [ir.Assign(ir.Var("t"), ir.Lit("1.0", True))]
+    placed = [ir.Placed(0, stmt), ir.Placed(2, stmt, after=True), ir.Placed(3, stmt)]
+    guard = (ir.Bound(1, ">=", 1), ir.Bound(0, "<", 9))  # needs i0 and i1: depth 2
+    out = under(placed, guard, levels=3)
+    assert [(p.depth, p.guard, p.after) for p in out] == [(2, guard, False), (2, guard, True),
+                                                          (3, guard, False)]
+    assert under(placed, guard, levels=1)[0].depth == 1  # never below the loops written
+    assert placed[0].depth == 0 and placed[0].guard == ()  # the input is not changed
+
+
+def rosen(x):
+    return np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_lowered_kernels_hold_only_printable_ir(threads):
+    opts = LoweringOptions(parallel_min_iterations=256, parallel_threads=threads)
+    program = nad.trace(rosen, np.zeros(1000))
+    for prog in (program, tf.value_and_grad_program(program), tf.hvp_program(program, 3)):
+        kernel = numba_engine.lower(prog, opts)
+        stmts = [s for s, _ in ir.walk(kernel.body)]
+        assert not any(isinstance(s, ir.Threadable) for s in stmts)
+        assert not any(isinstance(s, ir.For) and s.stop_at_run_time for s in stmts)
+        has_threads = any(isinstance(s, ir.ParallelFor) for s in stmts)
+        assert kernel.parallel == has_threads == (threads == 2)
+        assert ("prange" in kernel.source) == has_threads
