@@ -29,6 +29,9 @@ from .api import (
     value_and_grad,
     vjp,
 )
+
+# least_squares imports scipy only when called; the function shadows its module's name
+from .least_squares import least_squares
 from .objective import Objective
 
 __version__ = "0.1.0"
@@ -59,5 +62,6 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["Objective", "Program", "TracerBoolError", "Var", "grad", "hessian",
-           "hessian_sparsity", "hvp", "jacobian", "jacobian_sparsity", "jvp", "linearize",
+           "hessian_sparsity", "hvp", "jacobian", "jacobian_sparsity", "jvp", "least_squares",
+           "linearize",
            "minimize", "numpy", "problems", "trace", "value_and_grad", "vjp"]

@@ -75,6 +75,30 @@ class Problem:
     scalable: bool
     notes: str = ""
 
+    @property
+    def residuals(self) -> Callable[[np.ndarray], Any] | None:
+        """The residual function ``r`` with ``fun(x) == sum(r(x)**2)``, or None.
+
+        Set for the problems written as sums of squares of a residual vector (most
+        MGH problems), so they can be solved by ``newtonad.least_squares``.
+
+        Returns
+        -------
+        callable or None
+            ``r(x) -> ndarray`` of shape ``(m,)``; None when the objective is not
+            written from a residual vector.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from newtonad import problems
+        >>> p = problems.get("box-3d")
+        >>> r = p.residuals(p.x0)
+        >>> r.shape, bool(np.isclose(np.sum(r ** 2), p.fun(p.x0)))
+        ((10,), True)
+        """
+        return getattr(self.fun, "residuals", None)
+
     def __repr__(self) -> str:
         return (f"Problem(name={self.name!r}, n={self.n}, fstar={self.fstar!r}, "
                 f"source={self.source!r})")
@@ -355,6 +379,7 @@ def sum_of_squares(residuals: Callable[[np.ndarray], Any]) -> Objective:
         r = residuals(x)
         return np.sum(r * r)
     fun.__doc__ = residuals.__doc__
+    fun.residuals = residuals  # type: ignore[attr-defined]  # read by Problem.residuals
     return fun
 
 
