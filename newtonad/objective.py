@@ -112,6 +112,9 @@ class Objective:
         Extra data inputs (never differentiated, never baked into programs).
     engine : str, optional
         The engine that runs derived programs.
+    sparse : bool, optional
+        If True, :meth:`hess` returns a ``scipy.sparse.csr_array`` recovered from one
+        coloured HVP frame (:meth:`sparse_hess`); default False: a dense array.
 
     Examples
     --------
@@ -123,12 +126,14 @@ class Objective:
     True
     """
 
-    def __init__(self, f: Callable, args: Sequence[Any] = (), *, engine: str | None = None):
+    def __init__(self, f: Callable, args: Sequence[Any] = (), *, engine: str | None = None,
+                 sparse: bool = False):
         if not callable(f):
             raise TypeError(f"Objective needs a callable f(x, *args), got {type(f).__name__}")
         self.f = f
         self.args = tuple(as_data(a) for a in args)
         self.engine = engine or api.DEFAULT_ENGINE
+        self.sparse = bool(sparse)
         self._args_size = sum(int(np.size(a)) for a in self.args)
         self.nfev = self.njev = self.nhev = 0
         self._at = _Point()
@@ -430,8 +435,10 @@ class Objective:
         linear_run, known = linear
         return linear_run(*known, p)[0]
 
-    def hess(self, x: Any) -> np.ndarray:
-        """Return the dense Hessian at ``x``, from identity frames in chunks.
+    def hess(self, x: Any) -> Any:
+        """Return the Hessian at ``x``: dense from identity frames in chunks, or sparse.
+
+        With ``sparse=True`` this is :meth:`sparse_hess`.
 
         Parameters
         ----------
@@ -440,8 +447,9 @@ class Objective:
 
         Returns
         -------
-        ndarray
-            ``H(x)``, of shape ``x.shape + x.shape``.
+        ndarray or scipy.sparse.csr_array
+            ``H(x)``, of shape ``x.shape + x.shape``; with ``sparse=True`` a
+            ``csr_array`` of shape ``(x.size, x.size)``.
 
         Raises
         ------
@@ -459,6 +467,8 @@ class Objective:
                [ 0., 12.]])
         """
         x = self._check(x)
+        if self.sparse:
+            return self.sparse_hess(x)
         n = x.size
         out = np.empty((n, n))
         lin = self.linearize_hessp(x)
@@ -466,6 +476,86 @@ class Objective:
             E = identity_columns(n, a, b)
             out[:, a:b] = lin(E.reshape(x.shape + (b - a,))).reshape(n, b - a)
         return out.reshape(x.shape + x.shape)
+
+    def _colouring(self, x: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray]:
+        """``(pattern, colours, seed)`` of the Hessian at x's program: made once per trace."""
+        from .ad.sparsity import hessian_pattern
+        from .sparse import seed_matrix, star_colouring
+
+        traced = self._traced(x)
+        key = ("sparse-hessian", None, None)  # the key nad.hessian(f, sparse=True) uses
+        if key not in traced.derived:
+            pattern = hessian_pattern(traced.program)
+            traced.derived[key] = (pattern, star_colouring(pattern))
+        pattern, colours = traced.derived[key]
+        seed_key = ("sparse-hessian-seed", None, None)
+        if seed_key not in traced.derived:
+            traced.derived[seed_key] = seed_matrix(colours)
+        return pattern, colours, traced.derived[seed_key]
+
+    def hess_sparsity(self, x: Any) -> Any:
+        """Return the structural non-zeros of the Hessian at x's program.
+
+        Parameters
+        ----------
+        x : array_like
+            A point: only its shape (and ``args``) matter.
+
+        Returns
+        -------
+        scipy.sparse.csr_array of bool, shape (x.size, x.size)
+            Conservative: an entry left out is zero at every point.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> obj = nad.Objective(lambda x: np.sum(x[1:] * x[:-1]))
+        >>> int(obj.hess_sparsity(np.ones(4)).nnz)
+        6
+        """
+        return self._colouring(self._check(x))[0].copy()
+
+    def sparse_hess(self, x: Any) -> Any:
+        """Return the Hessian at ``x`` as a sparse matrix, from one coloured HVP frame.
+
+        The pattern and its star colouring are computed once per traced program; the
+        frame of ``k`` = colours columns runs through the linearisation at ``x`` that
+        :meth:`hessp` uses, and the Hessian is recovered directly from it.
+
+        Parameters
+        ----------
+        x : array_like
+            The point: a finite float array of the shape ``f`` was written for.
+
+        Returns
+        -------
+        scipy.sparse.csr_array of float64, shape (x.size, x.size)
+            ``H(x)``, symmetric, with the structural pattern of :meth:`hess_sparsity`.
+
+        Raises
+        ------
+        TypeError
+            When ``x`` is not a float array, or ``f`` does not return a scalar array.
+        ValueError
+            When ``x`` has non-finite entries, or ``f`` does not return a scalar.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> obj = nad.Objective(lambda x: np.sum(x ** 3), sparse=True)
+        >>> obj.hess(np.array([1.0, 2.0])).toarray()
+        array([[ 6.,  0.],
+               [ 0., 12.]])
+        """
+        from .sparse import recover_star
+
+        x = self._check(x)
+        pattern, colours, seed = self._colouring(x)
+        k = seed.shape[1]
+        if k == 0:
+            return recover_star(pattern, colours, np.zeros((x.size, 0)))
+        frame = self.linearize_hessp(x)(seed.reshape(x.shape + (k,)))
+        return recover_star(pattern, colours, np.asarray(frame).reshape(x.size, k))
 
     def __repr__(self) -> str:
         name = getattr(self.f, "__name__", type(self.f).__name__)

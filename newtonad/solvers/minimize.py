@@ -7,6 +7,7 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 from scipy.optimize import OptimizeResult
+from scipy.sparse import issparse
 
 from .derivatives import CombinedObjective, check_hessp, gives_derivatives, hess_kind, jac_kind
 from .monitor import wrap_callback
@@ -99,8 +100,12 @@ def _run_native(meth: str, problem: FlatProblem, x0: np.ndarray, opts: dict,
         sub_opts["inexact"] = bool(opts.pop("inexact", True))
     else:
         from .exact import ExactSubproblem, check_size
-        subproblem = ExactSubproblem
-        check_size(problem.n)
+        from .sparse_exact import SparseExactSubproblem, use_sparse_hessian
+        if use_sparse_hessian(problem, x0, bool(opts.get("disp"))):
+            subproblem = SparseExactSubproblem
+        else:
+            subproblem = ExactSubproblem
+            check_size(problem.n)
         if opts.get("subproblem_maxiter") is not None:
             sub_opts["maxiter"] = int(opts["subproblem_maxiter"])
         opts.pop("subproblem_maxiter", None)
@@ -145,7 +150,10 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         ``"trust-krylov"``
             Lanczos / GLTR trust region (:mod:`.gltr`);
         ``"trust-exact"``
-            dense Hessian and Moré–Sorensen (:mod:`.exact`), n <= 5000.
+            Moré–Sorensen on the Hessian (:mod:`.exact`): dense for n <= 5000; on
+            the sparse Hessian from one coloured HVP frame (:mod:`.sparse_exact`)
+            when the pattern has at most 20% non-zeros and n >= 1000, or fun is
+            ``Objective(f, sparse=True)``.
 
         Any other ``scipy.optimize.minimize`` method (``"BFGS"``, ``"L-BFGS-B"``,
         ``"SLSQP"``, ``"trust-constr"``, ...), a custom method callable, or a
@@ -296,7 +304,7 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         problem = FlatProblem(objective, x0.shape, dense_hessian_count=meth == "trust-exact")
         res = _run_native(meth, problem, x0.reshape(-1), opts,
                           wrap_callback(callback, problem.unflatten))
-        if "hess" in res:
+        if "hess" in res and not issparse(res["hess"]):  # the sparse path's stays (n, n)
             res["hess"] = res["hess"].reshape(x0.shape + x0.shape)
         return res
     if meth not in SCIPY_METHODS:

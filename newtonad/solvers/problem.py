@@ -15,6 +15,7 @@ import math
 from typing import Any, Callable
 
 import numpy as np
+from scipy import sparse
 
 __all__ = ["FlatProblem", "has_objective_protocol", "check_x0", "HessOperator"]
 
@@ -97,6 +98,8 @@ class FlatProblem:
         self._linearize = getattr(objective, "linearize_hessp", None)
         self._hessp = getattr(objective, "hessp", None)
         self._hess = getattr(objective, "hess", None)
+        #: splu ordering of the sparse trust-exact path, chosen once per run
+        self.sparse_ordering: str | None = None
 
     # -- shapes ---------------------------------------------------------------
     def unflatten(self, x: np.ndarray) -> np.ndarray:
@@ -178,7 +181,10 @@ class FlatProblem:
         n = self.n
         self._calls["nhess"] += 1
         if self._hess is not None:
-            h = np.asarray(self._hess(self.unflatten(x)), dtype=np.float64).reshape(n, n)
+            h = self._hess(self.unflatten(x))
+            if sparse.issparse(h):  # Objective(f, sparse=True) on the dense path
+                h = h.toarray()
+            h = np.asarray(h, dtype=np.float64).reshape(n, n)
         else:  # assemble from identity frames, a block of columns at a time
             lin = self.linearize_hessp(x)
             h = np.empty((n, n))
@@ -191,6 +197,18 @@ class FlatProblem:
         h = h + h.T
         h *= 0.5
         return h
+
+    def sparse_hess(self, x: np.ndarray) -> Any:
+        """Sparse symmetric Hessian at ``x`` as an (n, n) ``csr_array`` (sparse trust-exact)."""
+        self._calls["nhess"] += 1
+        return sparse.csr_array(self.objective.sparse_hess(self.unflatten(x)), dtype=np.float64)
+
+    def hess_sparsity(self, x: np.ndarray) -> Any:
+        """The objective's Hessian pattern at x's shape, or None if it cannot give one."""
+        pattern = getattr(self.objective, "hess_sparsity", None)
+        if pattern is None or getattr(self.objective, "sparse_hess", None) is None:
+            return None
+        return pattern(self.unflatten(x))
 
     def note_nonfinite_hessian(self) -> None:
         """Record that the Hessian at the current point had nan or inf in it."""

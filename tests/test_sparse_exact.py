@@ -1,0 +1,169 @@
+"""Sparse exact Newton (issue 14 item 3): Objective(f, sparse=True) and sparse trust-exact."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import newtonad as nad
+from newtonad import problems
+from newtonad.solvers.exact import MAX_DENSE_N, solve_dense_trs
+from newtonad.solvers.minimize import minimize
+from newtonad.solvers.sparse_exact import choose_ordering, solve_sparse_trs
+
+ENGINE = "numpy"
+
+
+def chained_rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+# ---- Objective(f, sparse=True) ---------------------------------------------------------
+
+def test_sparse_hess_equals_dense_hess():
+    x = np.linspace(-1.0, 1.5, 40)
+    h = nad.Objective(chained_rosenbrock, sparse=True, engine=ENGINE).hess(x)
+    assert isinstance(h, sp.csr_array)
+    dense = nad.Objective(chained_rosenbrock, engine=ENGINE).hess(x)
+    np.testing.assert_allclose(h.toarray(), dense, rtol=1e-13, atol=1e-12)
+    assert h.nnz == 3 * 40 - 2  # exactly tridiagonal
+
+
+def test_sparse_hess_is_one_frame_of_colours_and_pattern_is_cached():
+    obj = nad.Objective(chained_rosenbrock, sparse=True, engine=ENGINE)
+    x = np.linspace(-1.0, 1.5, 300)
+    obj.hess(x)
+    assert obj.nhev == 3  # one frame of 3 colours, not 300 identity columns
+    calls = []
+    from newtonad.ad import sparsity
+    original = sparsity.hessian_pattern
+    try:
+        sparsity.hessian_pattern = lambda program: calls.append(1) or original(program)
+        h2 = obj.hess(x + 0.25)
+    finally:
+        sparsity.hessian_pattern = original
+    assert calls == []  # the pattern and colouring were made once, for the program
+    dense = nad.Objective(chained_rosenbrock, engine=ENGINE).hess(x + 0.25)
+    np.testing.assert_allclose(h2.toarray(), dense, rtol=1e-13, atol=1e-12)
+
+
+def test_sparse_hess_with_args_and_hvp_agrees():
+    def f(x, a):
+        return np.sum(a * np.sin(x[1:] * x[:-1])) + np.sum(x ** 4)
+    a = np.linspace(0.5, 2.0, 19)
+    x = np.linspace(-0.7, 0.9, 20)
+    obj = nad.Objective(f, args=(a,), sparse=True, engine=ENGINE)
+    h = obj.hess(x)
+    v = np.cos(np.arange(20.0))
+    np.testing.assert_allclose(h @ v, obj.hessp(x, v), rtol=1e-12, atol=1e-12)
+    # against central differences of the gradient
+    eps = 1e-6
+    fd = (obj.jac(x + eps * v) - obj.jac(x - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(h @ v, fd, rtol=1e-6, atol=1e-6)
+
+
+def test_default_objective_hess_stays_dense():
+    h = nad.Objective(chained_rosenbrock, engine=ENGINE).hess(np.ones(5))
+    assert isinstance(h, np.ndarray) and h.shape == (5, 5)
+
+
+def test_hess_sparsity_of_objective():
+    pattern = nad.Objective(chained_rosenbrock, engine=ENGINE).hess_sparsity(np.ones(6))
+    expected = np.abs(np.subtract.outer(np.arange(6), np.arange(6))) <= 1
+    np.testing.assert_array_equal(pattern.toarray(), expected)
+
+
+# ---- the sparse subproblem solver --------------------------------------------------------
+
+def _random_sparse_symmetric(n, seed, shift):
+    rng = np.random.default_rng(seed)
+    a = sp.random_array((n, n), density=0.05, rng=rng)
+    return sp.csr_array(a + a.T + shift * sp.eye_array(n)), rng.standard_normal(n)
+
+
+@pytest.mark.parametrize("shift", [3.0, 0.0, -2.0])
+@pytest.mark.parametrize("radius", [0.05, 1.0, 100.0])
+def test_sparse_trs_matches_dense_trs(shift, radius):
+    h, g = _random_sparse_symmetric(60, 1, shift)
+    dense = solve_dense_trs(h.toarray(), g, radius)
+    for ordering in ("NATURAL", "MMD_AT_PLUS_A"):
+        sol = solve_sparse_trs(h, g, radius, ordering=ordering)
+        # both optimal to 1e-8: the same minimiser of the (generically unique) subproblem
+        np.testing.assert_allclose(sol.p, dense.p, rtol=1e-6, atol=1e-6 * radius)
+        assert np.linalg.norm(sol.p) <= radius * (1 + 1e-7)
+
+
+def test_sparse_trs_hard_case():
+    # H = diag(-1, 1, 2, ...), g orthogonal to the first eigenvector: the hard case
+    n = 30
+    h = sp.csr_array(sp.diags_array(np.r_[-1.0, np.linspace(1, 3, n - 1)]))
+    g = np.r_[0.0, np.full(n - 1, 0.01)]
+    sol = solve_sparse_trs(h, g, 2.0)
+    ref = solve_dense_trs(h.toarray(), g, 2.0)
+    assert sol.hits_boundary
+    model = lambda p: g @ p + 0.5 * p @ (h @ p)  # noqa: E731
+    assert model(sol.p) <= model(ref.p) + 1e-7
+    assert abs(np.linalg.norm(sol.p) - 2.0) <= 1e-6
+
+
+def test_ordering_is_natural_for_banded_and_fill_reducing_for_arrow():
+    n = 50
+    tri = sp.csr_array(sp.diags_array([np.ones(n - 1), np.full(n, 4.0), np.ones(n - 1)],
+                                      offsets=[-1, 0, 1]))
+    assert choose_ordering(tri) == "NATURAL"
+    arrow = sp.lil_array((n, n))
+    arrow[0, :] = 1.0
+    arrow[:, 0] = 1.0
+    arrow.setdiag(float(n))
+    assert choose_ordering(sp.csr_array(arrow)) == "MMD_AT_PLUS_A"  # natural fills in
+
+
+# ---- trust-exact: sparse path against dense path -----------------------------------------
+
+CASES = [("chained-rosenbrock", 50), ("broyden-tridiagonal", 40), ("minimal-surface", 64),
+         ("broyden-banded", 100)]
+
+
+@pytest.mark.parametrize("name,n", CASES)
+def test_sparse_path_takes_the_dense_path_iterates(name, n):
+    prob = problems.get(name, n=n)
+    runs = {}
+    for sparse in (False, True):
+        obj = nad.Objective(prob.fun, sparse=sparse, engine=ENGINE)
+        xs: list = []
+        res = minimize(obj, prob.x0, method="trust-exact",
+                       callback=lambda x, xs=xs: xs.append(np.copy(x)))
+        runs[sparse] = (res, xs)
+    (dres, dxs), (sres, sxs) = runs[False], runs[True]
+    assert sres.nit == dres.nit
+    assert sres.success == dres.success
+    assert abs(sres.fun - dres.fun) <= 1e-10 * max(1.0, abs(dres.fun))
+    np.testing.assert_allclose(np.array(sxs), np.array(dxs), rtol=1e-8, atol=1e-8)
+    assert sp.issparse(sres.hess) and not sp.issparse(dres.hess)
+
+
+def test_plain_function_large_n_takes_sparse_path(monkeypatch):
+    # above trust-exact's dense limit: refused before, now solved on the sparse Hessian
+    n = MAX_DENSE_N + 2
+    x0 = np.tile([-1.2, 1.0], n // 2)
+    res = minimize(nad.Objective(chained_rosenbrock, engine=ENGINE), x0,
+                   method="trust-exact", options={"maxiter": 3})
+    assert res.nit == 3 and sp.issparse(res.hess)
+    assert res.fun < chained_rosenbrock(x0)
+
+
+def test_dense_pattern_falls_back_with_note(capsys):
+    def dense_f(x):
+        return np.sum(x ** 2) + np.sum(x) ** 4
+    obj = nad.Objective(dense_f, sparse=True, engine=ENGINE)
+    res = minimize(obj, np.linspace(-1, 1, 12), method="trust-exact", options={"disp": True})
+    out = capsys.readouterr().out
+    assert "using the dense path" in out and "100%" in out
+    assert res.success and not sp.issparse(res.hess)
+
+
+def test_sparse_path_under_numba_engine():
+    prob = problems.get("chained-rosenbrock", n=20)
+    obj = nad.Objective(prob.fun, sparse=True)
+    dense = minimize(nad.Objective(prob.fun), prob.x0, method="trust-exact")
+    res = minimize(obj, prob.x0, method="trust-exact")
+    assert res.nit == dense.nit and abs(res.fun - dense.fun) <= 1e-10 * abs(dense.fun)
