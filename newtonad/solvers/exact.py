@@ -52,8 +52,10 @@ def check_size(n: int) -> None:
         raise ValueError(
             f"trust-exact factorises the dense n-by-n Hessian and accepts at most "
             f"n = {MAX_DENSE_N} variables; this problem has n = {n} (its Hessian alone "
-            f"would take {8 * n * n / 2**30:.1f} GiB). Use method='trust-krylov' or "
-            f"'trust-ncg', which need only Hessian-vector products.")
+            f"would take {8 * n * n / 2**30:.1f} GiB), and its Hessian is not sparse "
+            f"enough for the sparse path (at most 20% non-zeros, from a newtonad "
+            f"Objective). Use method='trust-krylov' or 'trust-ncg', which need only "
+            f"Hessian-vector products.")
 
 
 class DenseTRS(NamedTuple):

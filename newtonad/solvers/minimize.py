@@ -152,8 +152,8 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         ``"trust-exact"``
             Moré–Sorensen on the Hessian (:mod:`.exact`): dense for n <= 5000; on
             the sparse Hessian from one coloured HVP frame (:mod:`.sparse_exact`)
-            when the pattern has at most 20% non-zeros and n >= 1000, or fun is
-            ``Objective(f, sparse=True)``.
+            when fun is ``Objective(f, sparse=True)`` or n > 5000, and the pattern
+            has at most 20% non-zeros.
 
         Any other ``scipy.optimize.minimize`` method (``"BFGS"``, ``"L-BFGS-B"``,
         ``"SLSQP"``, ``"trust-constr"``, ...), a custom method callable, or a

@@ -33,7 +33,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import linalg as splinalg
 
-from .exact import _THETA, DenseTRS, ExactSubproblem, HessianBounds, eigen_trs
+from .exact import _THETA, MAX_DENSE_N, DenseTRS, ExactSubproblem, HessianBounds, eigen_trs
 from .trust_region import boundary_intersections
 
 _EPS = float(np.finfo(float).eps)
@@ -43,9 +43,11 @@ __all__ = ["SparseExactSubproblem", "solve_sparse_trs", "sparse_bounds", "choose
 
 #: patterns denser than this (non-zeros / n²) take the dense path
 MAX_DENSITY = 0.2
-#: from this many variables trust-exact takes the sparse path on its own (below it the
-#: dense factorisation is as fast; ``Objective(f, sparse=True)`` asks for it at any n)
-SPARSE_FROM = 1000
+#: from this many variables (where the dense path refuses) trust-exact tries the sparse
+#: path on its own; ``Objective(f, sparse=True)`` asks for it at any n. Not lower: finding
+#: the pattern of a dense Hessian is slow (over a minute at n = 1000), and below this the
+#: dense path works.
+SPARSE_FROM = MAX_DENSE_N + 1
 #: largest n the eigendecomposition fallback densifies
 _DENSE_FALLBACK_N = 2000
 
