@@ -584,13 +584,17 @@ def hessian_sparsity(f: Callable) -> Callable:
     return pattern
 
 
-def jacobian_sparsity(f: Callable) -> Callable:
+def jacobian_sparsity(f: Callable, *, max_nnz: int | None = None) -> Callable:
     """Return ``P(x, *args)``: the structural non-zeros of the Jacobian of ``f``.
 
     Parameters
     ----------
     f : callable
         ``f(x, *args)`` returning an array ``y``.
+    max_nnz : int, optional
+        Raise :class:`~newtonad.ad.sparsity.PatternTooDense` as soon as the pattern
+        would have more non-zeros than this (for callers that only want a sparse one:
+        propagating a dense pattern is costly).
 
     Returns
     -------
@@ -610,11 +614,11 @@ def jacobian_sparsity(f: Callable) -> Callable:
     array([[1, 1, 0],
            [0, 1, 1]])
     """
-    from .ad.sparsity import jacobian_pattern
+    from .ad.sparsity import jacobian_patterns
 
     def pattern(x, *args):
         _, _, traced = _array_program(f, x, args, "jacobian_sparsity")
-        return jacobian_pattern(traced.program).copy()
+        return jacobian_patterns(traced.program, 0, max_nnz)[0].copy()
 
     return pattern
 

@@ -145,9 +145,15 @@ class _JacobianProvider:
         tr_solver = options.get("tr_solver")
         if method == "lm" or tr_solver == "exact":
             return  # these need a dense ndarray
-        pattern = jacobian_sparsity(self.residuals)(x0, *self.args)
+        from .ad.sparsity import PatternTooDense
+
+        try:  # give up early on a dense pattern: propagating it would cost more than it saves
+            budget = int(SPARSE_DENSITY * self.m * self.n)
+            pattern = jacobian_sparsity(self.residuals, max_nnz=budget)(x0, *self.args)
+        except PatternTooDense:
+            pattern = None
         self.pattern = pattern
-        if pattern.nnz <= SPARSE_DENSITY * self.m * self.n:
+        if pattern is not None and pattern.nnz <= SPARSE_DENSITY * self.m * self.n:
             columns, rows = column_colouring(pattern), row_colouring(pattern)
             if _count(columns) <= _count(rows):
                 self.colouring = ("columns", columns, seed_matrix(columns))

@@ -477,15 +477,20 @@ class Objective:
             out[:, a:b] = lin(E.reshape(x.shape + (b - a,))).reshape(n, b - a)
         return out.reshape(x.shape + x.shape)
 
-    def _colouring(self, x: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray]:
-        """``(pattern, colours, seed)`` of the Hessian at x's program: made once per trace."""
+    def _colouring(self, x: np.ndarray, max_nnz: int | None = None
+                   ) -> tuple[Any, np.ndarray, np.ndarray]:
+        """``(pattern, colours, seed)`` of the Hessian at x's program: made once per trace.
+
+        ``max_nnz``: raise :class:`~newtonad.ad.sparsity.PatternTooDense` early rather
+        than build a denser pattern (nothing is then cached).
+        """
         from .ad.sparsity import hessian_pattern
         from .sparse import seed_matrix, star_colouring
 
         traced = self._traced(x)
         key = ("sparse-hessian", None, None)  # the key nad.hessian(f, sparse=True) uses
         if key not in traced.derived:
-            pattern = hessian_pattern(traced.program)
+            pattern = hessian_pattern(traced.program, max_nnz)
             traced.derived[key] = (pattern, star_colouring(pattern))
         pattern, colours = traced.derived[key]
         seed_key = ("sparse-hessian-seed", None, None)
@@ -493,13 +498,16 @@ class Objective:
             traced.derived[seed_key] = seed_matrix(colours)
         return pattern, colours, traced.derived[seed_key]
 
-    def hess_sparsity(self, x: Any) -> Any:
+    def hess_sparsity(self, x: Any, max_nnz: int | None = None) -> Any:
         """Return the structural non-zeros of the Hessian at x's program.
 
         Parameters
         ----------
         x : array_like
             A point: only its shape (and ``args``) matter.
+        max_nnz : int, optional
+            Raise :class:`~newtonad.ad.sparsity.PatternTooDense` as soon as the pattern
+            would have more non-zeros (a dense pattern is costly to propagate).
 
         Returns
         -------
@@ -513,7 +521,7 @@ class Objective:
         >>> int(obj.hess_sparsity(np.ones(4)).nnz)
         6
         """
-        return self._colouring(self._check(x))[0].copy()
+        return self._colouring(self._check(x), max_nnz)[0].copy()
 
     def sparse_hess(self, x: Any) -> Any:
         """Return the Hessian at ``x`` as a sparse matrix, from one coloured HVP frame.

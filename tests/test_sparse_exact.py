@@ -167,3 +167,21 @@ def test_sparse_path_under_numba_engine():
     dense = minimize(nad.Objective(prob.fun), prob.x0, method="trust-exact")
     res = minimize(obj, prob.x0, method="trust-exact")
     assert res.nit == dense.nit and abs(res.fun - dense.fun) <= 1e-10 * abs(dense.fun)
+
+
+def test_a_dense_pattern_is_given_up_early_not_propagated():
+    """A pattern budget stops propagation at the first slot that exceeds it."""
+    from newtonad.ad.sparsity import PatternTooDense, hessian_pattern
+
+    program = nad.trace(lambda x: np.sum(x) ** 2, np.ones(400))
+    with pytest.raises(PatternTooDense):
+        hessian_pattern(program, 1000)
+    assert hessian_pattern(program).nnz == 400 * 400  # without a budget: the whole pattern
+
+
+def test_dense_problem_above_the_dense_limit_is_refused_not_hung():
+    """trust-exact above n = 5000 with a dense Hessian: the pattern is given up early and
+    the dense limit's message comes at once (it used to propagate a 5001^2 pattern)."""
+    with pytest.raises(ValueError, match="not sparse enough"):
+        nad.minimize(lambda x: np.sum(x) ** 2 + np.sum(x ** 4), np.full(5001, 0.1),
+                     method="trust-exact")

@@ -247,11 +247,23 @@ def _as_bool(matrix: Any) -> Any:
     return out
 
 
-def _apply(local: LocalMap, pattern: Any, out_size: int, in_size: int) -> Any:
+class PatternTooDense(ValueError):
+    """A pattern would have more non-zeros than the caller's ``max_nnz``: take it as dense."""
+
+
+def _check_size(nnz: int, max_nnz: int | None) -> None:
+    if max_nnz is not None and nnz > max_nnz:
+        raise PatternTooDense(f"a slot's pattern has more than {max_nnz} non-zeros")
+
+
+def _apply(local: LocalMap, pattern: Any, out_size: int, in_size: int,
+           max_nnz: int | None = None) -> Any:
+    """The pattern of a step's output from one operand's; sizes checked before building."""
     from scipy import sparse
 
     if local is DENSE:
         union = np.flatnonzero(np.asarray(pattern.sum(axis=0)).ravel())
+        _check_size(out_size * union.size, max_nnz)
         rows = np.repeat(np.arange(out_size), union.size)
         cols = np.tile(union, out_size)
         return sparse.csr_array((np.ones(rows.size, dtype=bool), (rows, cols)),
@@ -269,11 +281,14 @@ def _apply(local: LocalMap, pattern: Any, out_size: int, in_size: int) -> Any:
     L = sparse.csr_array((np.ones(len(out_index), dtype=np.int32), (out_index, in_index)),
                          shape=(out_size, in_size))
     L.data[:] = 1  # duplicates summed: back to ones
+    if max_nnz is not None:  # an upper bound of the product's non-zeros, before forming it
+        _check_size(int(L.sum(axis=0) @ np.diff(pattern.indptr)), max_nnz)
     return L @ pattern.astype(np.int32)
 
 
 @functools.lru_cache(maxsize=128)
-def jacobian_patterns(program: Program, wrt: int = 0) -> tuple[Any, ...]:
+def jacobian_patterns(program: Program, wrt: int = 0,
+                      max_nnz: int | None = None) -> tuple[Any, ...]:
     """The pattern of every output of ``program`` with respect to input ``wrt``.
 
     Parameters
@@ -282,6 +297,10 @@ def jacobian_patterns(program: Program, wrt: int = 0) -> tuple[Any, ...]:
         Any program.
     wrt : int
         The input the columns refer to.
+    max_nnz : int, optional
+        Give up (:class:`PatternTooDense`) as soon as a slot's pattern would have more
+        non-zeros than this: callers that only want a sparse pattern need not pay for
+        a dense one (propagating a dense n x n pattern costs O(n^3)).
 
     Returns
     -------
@@ -311,10 +330,11 @@ def jacobian_patterns(program: Program, wrt: int = 0) -> tuple[Any, ...]:
         for local, pattern, aval in zip(maps, ins, in_avals):
             if local is None or pattern is None:
                 continue
-            term = _apply(local, pattern, out_aval.size, aval.size)
+            term = _apply(local, pattern, out_aval.size, aval.size, max_nnz)
             total = term if total is None else total + term
         if total is not None:
             patterns[step.output] = _as_bool(total)
+            _check_size(patterns[step.output].nnz, max_nnz)
     empty = [sparse.csr_array((program.slots[i].size, n), dtype=bool) for i in program.outputs]
     return tuple(patterns.get(i, e) for i, e in zip(program.outputs, empty))
 
@@ -325,8 +345,16 @@ def jacobian_pattern(program: Program) -> Any:
 
 
 @functools.lru_cache(maxsize=128)
-def hessian_pattern(program: Program) -> Any:
+def hessian_pattern(program: Program, max_nnz: int | None = None) -> Any:
     """The Hessian pattern of a scalar program: the Jacobian pattern of its gradient.
+
+    Parameters
+    ----------
+    program : Program
+        A program with one scalar output.
+    max_nnz : int, optional
+        As for :func:`jacobian_patterns`: raise :class:`PatternTooDense` early rather
+        than build a pattern with more non-zeros.
 
     Returns
     -------
@@ -335,5 +363,5 @@ def hessian_pattern(program: Program) -> Any:
     """
     from .transforms import grad_program
 
-    pattern = jacobian_pattern(grad_program(program))
+    pattern = jacobian_patterns(grad_program(program), 0, max_nnz)[0]
     return _as_bool(pattern + pattern.T)  # the Hessian is symmetric: close it under transposition

@@ -203,12 +203,23 @@ class FlatProblem:
         self._calls["nhess"] += 1
         return sparse.csr_array(self.objective.sparse_hess(self.unflatten(x)), dtype=np.float64)
 
-    def hess_sparsity(self, x: np.ndarray) -> Any:
-        """The objective's Hessian pattern at x's shape, or None if it cannot give one."""
+    def hess_sparsity(self, x: np.ndarray, max_nnz: int | None = None) -> Any:
+        """The objective's Hessian pattern at x's shape, or None if it cannot give one.
+
+        With ``max_nnz``, also None when the pattern has more non-zeros than that (found
+        out early, without building the whole of a dense pattern).
+        """
+        from newtonad.ad.sparsity import PatternTooDense
+
         pattern = getattr(self.objective, "hess_sparsity", None)
         if pattern is None or getattr(self.objective, "sparse_hess", None) is None:
             return None
-        return pattern(self.unflatten(x))
+        if max_nnz is None:
+            return pattern(self.unflatten(x))
+        try:
+            return pattern(self.unflatten(x), max_nnz=max_nnz)
+        except PatternTooDense:
+            return None
 
     def note_nonfinite_hessian(self) -> None:
         """Record that the Hessian at the current point had nan or inf in it."""

@@ -61,11 +61,17 @@ def use_sparse_hessian(problem: Any, x0: np.ndarray, disp: bool = False) -> bool
     path, with a note when ``disp`` is set.
     """
     n = problem.n
-    wants = bool(getattr(problem.objective, "sparse", False)) or n >= SPARSE_FROM
-    if not wants:
+    asked = bool(getattr(problem.objective, "sparse", False))
+    if not (asked or n >= SPARSE_FROM):
         return False
-    pattern = problem.hess_sparsity(x0)
+    # Not asked for: give up on the pattern as soon as it is too dense to pay (a dense
+    # n x n pattern costs O(n^3) to propagate), and take the dense path at once.
+    budget = None if asked else int(MAX_DENSITY * n * n)
+    pattern = problem.hess_sparsity(x0, max_nnz=budget) if budget else problem.hess_sparsity(x0)
     if pattern is None:
+        if disp and budget:
+            print(f"trust-exact: the Hessian pattern has more than {100 * MAX_DENSITY:.0f}% "
+                  "non-zeros: using the dense path")
         return False
     density = pattern.nnz / float(n * n)
     if density > MAX_DENSITY:
