@@ -8,6 +8,7 @@ reaches into the other's private names.
 from __future__ import annotations
 
 import functools
+import math
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -129,6 +130,10 @@ def checked_result(f: Callable, out: Any, *, scalar: bool) -> Any:
         raise TypeError(f"{name} returned an array of dtype {np.asarray(out).dtype}, but it "
                         f"must return {need}")
     shape = tuple(out.shape) if isinstance(out, Var) else np.shape(out)
+    if scalar and shape != () and math.prod(shape) == 1:
+        # one entry in an array, e.g. x @ A @ x of shape (1, 1): its value, as scipy and
+        # autograd take it
+        return out.reshape(()) if isinstance(out, Var) else np.reshape(out, ())
     if scalar and shape != ():
         raise ValueError(f"{name} must return a scalar for grad / hvp / hessian / minimize, but "
                          f"it returned shape {shape}; reduce it (e.g. np.sum) or use jacobian "

@@ -123,3 +123,22 @@ def test_value_dependent_branch_still_explains_np_where():
 def test_unsupported_functions_are_named_by_their_public_home(f, name):
     with pytest.raises(NotImplementedError, match=rf"cannot trace {name.replace('.', '[.]')}:"):
         nad.grad(f, engine="numpy")(X + 2.0)
+
+
+@pytest.mark.parametrize("engine", ["numpy", "numba"])
+def test_an_objective_returning_one_entry_in_an_array_is_a_scalar(engine):
+    """``x @ A @ x`` written with matrices returns shape (1, 1); scipy and autograd take
+    its one entry as the value, and so does newtonad."""
+    A = np.array([[2.0, 0.5], [0.5, 1.0]])
+    f = lambda x: x.reshape(1, 2) @ A @ x.reshape(2, 1)  # noqa: E731
+    x = np.array([0.3, -0.7])
+    value, g = nad.value_and_grad(f, engine=engine)(x)
+    assert value == pytest.approx(float(x @ A @ x), rel=1e-14)
+    assert_close(g, 2 * A @ x, 1e-14, 1e-14)
+    assert_close(nad.hessian(f, engine=engine)(x), 2 * A, 1e-14, 1e-14)
+
+
+def test_minimize_takes_a_shape_1_objective_as_scipy_does():
+    res = nad.minimize(lambda x: (x - 1.0) ** 2, np.array([3.0]), method="trust-ncg")
+    assert res.success and res.x.shape == (1,)
+    assert res.x[0] == pytest.approx(1.0, abs=1e-6)
