@@ -139,7 +139,7 @@ class _JacobianProvider:
 
     def _choose_large(self, x0: np.ndarray, options: dict) -> None:
         """Pick the sparse or matrix-free form when scipy can use it."""
-        from .sparse import column_colouring, row_colouring, seed_matrix
+        from .sparse import column_colouring, column_plan, row_colouring, row_plan, seed_matrix
 
         method = options.get("method", "trf")
         tr_solver = options.get("tr_solver")
@@ -155,10 +155,12 @@ class _JacobianProvider:
         self.pattern = pattern
         if pattern is not None and pattern.nnz <= SPARSE_DENSITY * self.m * self.n:
             columns, rows = column_colouring(pattern), row_colouring(pattern)
+            # the recovery plan (where each non-zero sits in the compressed frame) is made
+            # once here, not at every Jacobian
             if _count(columns) <= _count(rows):
-                self.colouring = ("columns", columns, seed_matrix(columns))
+                self.colouring = ("columns", column_plan(pattern, columns), seed_matrix(columns))
             else:
-                self.colouring = ("rows", rows, seed_matrix(rows))
+                self.colouring = ("rows", row_plan(pattern, rows), seed_matrix(rows))
             self.mode = "sparse"
         elif tr_solver == "lsmr" and not _scales_by_jac(options.get("x_scale")):
             self.mode = "operator"
@@ -193,16 +195,15 @@ class _JacobianProvider:
         return y, np.asarray(ct).reshape(n, m).T.copy()
 
     def _sparse(self, x: np.ndarray) -> tuple[np.ndarray, Any]:
-        from .sparse import recover_columns, recover_rows
+        from .sparse import assemble
 
         assert self.colouring is not None
-        side, colours, seed = self.colouring
-        k = seed.shape[1]
+        side, plan, seed = self.colouring
         if side == "columns":
             y, t = jvp(self.residuals, x, seed, self.args, engine=self.engine)
-            return y, recover_columns(self.pattern, colours, np.asarray(t).reshape(-1, k))
+            return y, assemble(self.pattern, plan, t)
         y, ct = vjp(self.residuals, x, seed, self.args, engine=self.engine)
-        return y, recover_rows(self.pattern, colours, np.asarray(ct).reshape(self.n, k))
+        return y, assemble(self.pattern, plan, ct)
 
     def _operator(self, x: np.ndarray) -> Any:
         from scipy.sparse.linalg import LinearOperator
