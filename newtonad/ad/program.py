@@ -13,6 +13,7 @@ The IR knows nothing of tracing, differentiation or compilation.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +35,7 @@ class Slot:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def __str__(self) -> str:
         short = {"float64": "f64", "bool": "bool", "int64": "i64"}.get(self.dtype, self.dtype)
@@ -80,6 +81,42 @@ def _feed_params(h: "hashlib.blake2b", value: Any) -> None:
     else:
         h.update(repr(value).encode())
     h.update(b",")
+
+
+def _tagged(value: Any) -> Any:
+    """``value`` with the type of every scalar beside it: ``1``, ``1.0`` and ``True`` are
+    equal dictionary keys, but may give different dtypes."""
+    if isinstance(value, tuple):
+        return tuple(_tagged(v) for v in value)
+    return (type(value), value)
+
+
+#: Memoised shape rules: (primitive, input slots, tagged params) -> output slot. Shape
+#: rules are pure functions of these; tracing and every transform re-apply the same few
+#: rules to the same few slots thousands of times in a long program (a Python loop
+#: traced term by term), and a rule costs microseconds (NumPy's broadcasting helpers).
+_SHAPES: dict[tuple, Slot] = {}
+_SHAPES_MAX = 1 << 16
+
+
+def output_slot(primitive: Any, in_slots: tuple[Slot, ...], params: Any) -> Slot:
+    """The slot ``primitive`` makes from ``in_slots`` under ``params`` (its shape rule).
+
+    ``params`` is a dict or a tuple of ``(name, value)`` pairs. Results are memoised
+    when the params are hashable; errors of the rule are raised, never cached.
+    """
+    items = tuple(params.items()) if isinstance(params, dict) else params
+    try:
+        key = (primitive, in_slots, _tagged(items))
+        hit = _SHAPES.get(key)
+    except TypeError:  # unhashable params: evaluate the rule every time
+        return primitive.abstract_eval(*in_slots, **dict(items))
+    if hit is None:
+        hit = primitive.abstract_eval(*in_slots, **dict(items))
+        if len(_SHAPES) >= _SHAPES_MAX:
+            _SHAPES.clear()
+        _SHAPES[key] = hit
+    return hit
 
 
 @dataclass(frozen=True)
@@ -239,8 +276,8 @@ class Program:
             if step.output in written:
                 raise ValueError(f"slot s{step.output} is written twice")
             written.add(step.output)
-            in_slots = (self.slots[i] for i in step.inputs)
-            expected = step.primitive.abstract_eval(*in_slots, **step.kwargs)
+            in_slots = tuple(self.slots[i] for i in step.inputs)
+            expected = output_slot(step.primitive, in_slots, step.params)
             if expected != self.slots[step.output]:
                 raise ValueError(f"step {step.primitive} writes {self.slots[step.output]} "
                                  f"but its shape rule gives {expected}")

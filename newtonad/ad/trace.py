@@ -21,6 +21,7 @@ import numpy as np
 
 from . import scipy_dispatch
 from .captures import Guard, find_captures
+from .gc_pause import gc_paused
 from .primitives.core import Primitive, const_p
 from .program import ArrayConst, Program, Slot, Step
 from .var import (
@@ -58,6 +59,7 @@ _STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
 
 
 
+@gc_paused
 def to_program(inputs: Sequence[Var], outputs: Sequence[Var], stop: int = -1
                ) -> tuple[Program, list[Var]]:
     """Record the graph between ``inputs`` and ``outputs`` as a Program.
@@ -143,6 +145,7 @@ class TraceResult(NamedTuple):
     guard: Guard | None
 
 
+@gc_paused
 def trace_function(fun, avals: Sequence[Slot], *, wrap=None) -> TraceResult:
     """Trace ``fun`` on fresh tracers of ``avals`` into a Program.
 

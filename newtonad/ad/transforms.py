@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .gc_pause import gc_paused
 from .primitives.core import Frame, UndefPrimal, const_p
 from .primitives.elementwise import add_any, convert, mul
 from .primitives.structural import broadcast_to, zeros
@@ -60,6 +61,7 @@ def _fit(t: Any, shape: tuple[int, ...]) -> Any:
     return t if t.shape == shape else broadcast_to(t, shape)
 
 
+@gc_paused
 def select_outputs(program: Program, keep: Sequence[int]) -> Program:
     """The same program returning only the outputs at positions ``keep`` (dead code dropped)."""
     roots = _tracers(program.in_slots)
@@ -69,6 +71,7 @@ def select_outputs(program: Program, keep: Sequence[int]) -> Program:
 
 # ---- jvp ----------------------------------------------------------------------------------
 
+@gc_paused
 def jvp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)) -> Program:
     """Forward mode over tangent frames of ``k`` columns.
 
@@ -99,6 +102,7 @@ def jvp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)) -> P
 
 # ---- partial evaluation --------------------------------------------------------------------
 
+@gc_paused
 def fold_scalings(program: Program, known: Sequence[bool]) -> Program:
     """Merge chains of scalings of an unknown value by known factors.
 
@@ -146,6 +150,7 @@ def fold_scalings(program: Program, known: Sequence[bool]) -> Program:
     return _build(roots, [env[i] for i in program.outputs])
 
 
+@gc_paused
 def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int,
                  remat: bool = False) -> tuple[Program, Program]:
     """Split ``program`` by which inputs are known (partial evaluation).
@@ -217,6 +222,7 @@ def linearize_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)
 
 # ---- transpose -----------------------------------------------------------------------------
 
+@gc_paused
 def transpose_program(program: Program, linear: Sequence[bool]) -> Program:
     """Transpose a program that is structurally linear in the inputs marked ``linear``.
 
@@ -263,6 +269,7 @@ def transpose_program(program: Program, linear: Sequence[bool]) -> Program:
 
 # ---- composites: vjp, grad, hvp --------------------------------------------------------------
 
+@gc_paused
 def vjp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)) -> Program:
     """``vjp = transpose ∘ linearize`` over cotangent frames of ``k`` columns.
 
@@ -288,6 +295,7 @@ def _check_scalar(program: Program) -> None:
                          f"shapes {shapes}; reduce it (e.g. np.sum) or use jacobian / vjp")
 
 
+@gc_paused
 def value_and_grad_program(program: Program) -> Program:
     """Inputs as ``program``; outputs ``(f, ∇f)`` with respect to the first input.
 
@@ -301,11 +309,13 @@ def value_and_grad_program(program: Program) -> Program:
 
 
 @functools.lru_cache(maxsize=256)
+@gc_paused
 def grad_program(program: Program) -> Program:
     """Inputs as ``program``; output ``∇f``."""
     return select_outputs(value_and_grad_program(program), [1])
 
 
+@gc_paused
 def hvp_program(program: Program, k: int | None) -> Program:
     """Forward-over-reverse: inputs ``(x, *args, V)``, output ``H V``.
 
@@ -317,6 +327,7 @@ def hvp_program(program: Program, k: int | None) -> Program:
     return simplify(select_outputs(jvp_program(grad_program(program), k), [1]))
 
 
+@gc_paused
 def linearized_hvp(program: Program, k: int | None) -> tuple[Program, Program]:
     """The HVP split once per point (partial evaluation of forward-over-reverse).
 
@@ -386,6 +397,7 @@ def _rewrite(primitive, args: list, out_aval: Slot, params: dict) -> Any:
     return None
 
 
+@gc_paused
 def simplify(program: Program) -> Program:
     """Constant folding, algebraic identities, common subexpressions and dead code.
 

@@ -36,7 +36,7 @@ from .array_methods import ArrayMethods
 from .dispatch import FUNCTIONS, METHODS, UFUNC_REDUCE, UFUNCS, method, qualified_name
 from .lifting import lifted_input, lifting
 from .object_arrays import as_objects
-from .program import Slot
+from .program import Slot, output_slot
 from .tracer_errors import TracerBoolError, concrete_message, with_scipy_hint
 
 _ids = itertools.count()
@@ -411,7 +411,7 @@ def bind(primitive: Primitive, *args: Any, **params: Any) -> Any:
         return primitive.impl(*args, **params)
     like = next(a for a in args if isinstance(a, Var))
     vargs = tuple(a if isinstance(a, Var) else _input_var(a, like) for a in args)
-    aval = primitive.abstract_eval(*(a.aval for a in vargs), **params)
+    aval = output_slot(primitive, tuple(a.aval for a in vargs), params)
     if all(a.const for a in vargs) and aval.size <= max([1] + [a.size for a in vargs]):
         # Constant folding; expansions (broadcasts of a scalar zero, say) stay steps so
         # that large constant arrays are never baked into programs.
