@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .ad.engine import compile_program
+from .ad import reroll
 from .ad.numpy_api import fold_objects
 from .ad.program import Program, Slot
 from .ad.trace import trace_function
@@ -90,6 +91,8 @@ class Traced:
     def __init__(self, f: Callable, avals: Sequence[Slot], scalar: bool):
         wrap = functools.partial(checked_result, f, scalar=scalar)
         self.program, self.closed, self.from_outer, self.guard = trace_function(f, avals, wrap=wrap)
+        if reroll.REROLL:  # loops traced term by term, folded into vector steps
+            self.program = reroll.reroll(self.program)
         self.derived: dict[Any, Any] = {}
 
     def stale(self) -> bool:
