@@ -14,8 +14,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .ad.engine import compile_program
 from .ad import reroll
+from .ad.engine import compile_program
 from .ad.numpy_api import fold_objects
 from .ad.program import Program, Slot
 from .ad.trace import trace_function
