@@ -624,30 +624,20 @@ def jacobian_sparsity(f: Callable, *, max_nnz: int | None = None) -> Callable:
 
 
 def _sparse_hessian(f: Callable, engine: str | None) -> Callable:
-    from .ad.sparsity import hessian_pattern
-    from .sparse import assemble, seed_matrix, star_colouring, star_plan
+    from .sparse.hessian import hessian_plan
 
     def hess(x, *args):
         x_, args_, traced = _scalar_program(f, x, args, "hessian(f, sparse=True)")
-        # Pattern, colouring, seed and recovery plan: once per program. Objective.hess
-        # shares the (pattern, colours) and seed entries under the same keys.
-        key = ("sparse-hessian", None, None)
-        if key not in traced.derived:
-            pattern = hessian_pattern(traced.program)
-            traced.derived[key] = (pattern, star_colouring(pattern))
-        pattern, colours = traced.derived[key]
-        seed_key = ("sparse-hessian-seed", None, None)
-        plan_key = ("sparse-hessian-plan", None, None)
-        if seed_key not in traced.derived:
-            traced.derived[seed_key] = seed_matrix(colours)
-        if plan_key not in traced.derived:
-            traced.derived[plan_key] = star_plan(pattern, colours)
-        seed, plan = traced.derived[seed_key], traced.derived[plan_key]
-        k = seed.shape[1]
+        # pattern, colouring, seed and recovery plan: once per program
+        plan = hessian_plan(traced.program, traced.derived)
+        k = plan.width
         if k == 0:
-            return assemble(pattern, plan, np.zeros((x_.size, 0)))
-        compressed = hvp(f, x_, seed.reshape(x_.shape + (k,)), args_, engine=engine)
-        return assemble(pattern, plan, compressed)
+            return plan.recover(np.zeros((x_.size, 0)))
+        # the HVP frame's runner directly: x and args were checked just above
+        seed = plan.seed.reshape(x_.shape + (k,))
+        (compressed,) = _run(traced, "hvp", k, lambda: tf.hvp_program(traced.program, k),
+                             _engine(engine), x_, args_, [seed])
+        return plan.recover(compressed)
 
     return hess
 

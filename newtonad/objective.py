@@ -477,26 +477,14 @@ class Objective:
             out[:, a:b] = lin(E.reshape(x.shape + (b - a,))).reshape(n, b - a)
         return out.reshape(x.shape + x.shape)
 
-    def _colouring(self, x: np.ndarray, max_nnz: int | None = None
-                   ) -> tuple[Any, np.ndarray, np.ndarray]:
-        """``(pattern, colours, seed)`` of the Hessian at x's program: made once per trace.
-
-        ``max_nnz``: raise :class:`~newtonad.ad.sparsity.PatternTooDense` early rather
-        than build a denser pattern (nothing is then cached).
-        """
-        from .ad.sparsity import hessian_pattern
-        from .sparse import seed_matrix, star_colouring
+    def _hessian_plan(self, x: np.ndarray, max_nnz: int | None = None) -> Any:
+        """The :class:`~newtonad.sparse.hessian.HessianPlan` of x's program: made once per
+        trace (``max_nnz``: raise :class:`~newtonad.ad.sparsity.PatternTooDense` early
+        rather than build a denser pattern; nothing is then kept)."""
+        from .sparse.hessian import hessian_plan
 
         traced = self._traced(x)
-        key = ("sparse-hessian", None, None)  # the key nad.hessian(f, sparse=True) uses
-        if key not in traced.derived:
-            pattern = hessian_pattern(traced.program, max_nnz)
-            traced.derived[key] = (pattern, star_colouring(pattern))
-        pattern, colours = traced.derived[key]
-        seed_key = ("sparse-hessian-seed", None, None)
-        if seed_key not in traced.derived:
-            traced.derived[seed_key] = seed_matrix(colours)
-        return pattern, colours, traced.derived[seed_key]
+        return hessian_plan(traced.program, traced.derived, max_nnz)
 
     def hess_sparsity(self, x: Any, max_nnz: int | None = None) -> Any:
         """Return the structural non-zeros of the Hessian at x's program.
@@ -521,14 +509,14 @@ class Objective:
         >>> int(obj.hess_sparsity(np.ones(4)).nnz)
         6
         """
-        return self._colouring(self._check(x), max_nnz)[0].copy()
+        return self._hessian_plan(self._check(x), max_nnz).pattern.copy()
 
     def sparse_hess(self, x: Any) -> Any:
         """Return the Hessian at ``x`` as a sparse matrix, from one coloured HVP frame.
 
-        The pattern and its star colouring are computed once per traced program; the
-        frame of ``k`` = colours columns runs through the linearisation at ``x`` that
-        :meth:`hessp` uses, and the Hessian is recovered directly from it.
+        The pattern, its star colouring and the recovery plan are made once per traced
+        program; at each ``x`` one HVP pass of ``k`` = colours columns runs, and one
+        gather recovers the Hessian from it (no arithmetic: direct recovery).
 
         Parameters
         ----------
@@ -555,15 +543,17 @@ class Objective:
         array([[ 6.,  0.],
                [ 0., 12.]])
         """
-        from .sparse import recover_star
-
         x = self._check(x)
-        pattern, colours, seed = self._colouring(x)
-        k = seed.shape[1]
+        plan = self._hessian_plan(x)
+        k = plan.width
         if k == 0:
-            return recover_star(pattern, colours, np.zeros((x.size, 0)))
-        frame = self.linearize_hessp(x)(seed.reshape(x.shape + (k,)))
-        return recover_star(pattern, colours, np.asarray(frame).reshape(x.size, k))
+            return plan.recover(np.zeros((x.size, 0)))
+        # One whole HVP pass: the Hessian is made once per point, so residuals kept for
+        # later products would not pay.
+        run, data = self._compiled(x, "hvp", k, lambda program: tf.hvp_program(program, k))
+        self.nhev += k
+        (frame,) = run(x, *data, plan.seed.reshape(x.shape + (k,)))
+        return plan.recover(frame)
 
     def __repr__(self) -> str:
         name = getattr(self.f, "__name__", type(self.f).__name__)

@@ -6,6 +6,7 @@ computing derivatives", SIAM Review 47(4), 2005.
 
 from .colouring import column_colouring, row_colouring, star_colouring
 from .recovery import (
+    Recovery,
     assemble,
     column_plan,
     recover_columns,
@@ -16,6 +17,6 @@ from .recovery import (
     star_plan,
 )
 
-__all__ = ["assemble", "column_colouring", "column_plan", "recover_columns", "recover_rows",
-           "recover_star", "row_colouring", "row_plan", "seed_matrix", "star_colouring",
-           "star_plan"]
+__all__ = ["Recovery", "assemble", "column_colouring", "column_plan", "recover_columns",
+           "recover_rows", "recover_star", "row_colouring", "row_plan", "seed_matrix",
+           "star_colouring", "star_plan"]

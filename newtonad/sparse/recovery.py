@@ -112,9 +112,79 @@ def star_plan(pattern: sparse.sparray | np.ndarray, colours: np.ndarray) -> np.n
     return np.where(~off | (count[here] == 1), here, cols * k + colours[rows])
 
 
+def _index_dtype(*sizes: int) -> type:
+    """int32 where every index fits, as scipy itself chooses: half the bytes to copy."""
+    return np.int32 if max(sizes, default=0) < np.iinfo(np.int32).max else np.int64
+
+
+def _csr(values: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
+         shape: tuple[int, int]) -> sparse.csr_array:
+    """A CSR array on arrays already canonical (sorted, no duplicates): no copies, and no
+    check beyond scipy's O(1) one."""
+    out = sparse.csr_array((values, indices, indptr), shape=shape, copy=False)
+    out.has_canonical_format = True
+    return out
+
+
+def _is_canonical(pattern: Any) -> bool:
+    return isinstance(pattern, sparse.csr_array) and bool(pattern.has_canonical_format)
+
+
+class Recovery:
+    """A recovery plan made once per pattern and colouring; each call is one gather.
+
+    It keeps the pattern's canonical CSR structure (int32 indices where they fit) and,
+    for each stored entry, its flat position in the compressed frame, so recovering a
+    derivative costs one :func:`numpy.take` into a new data array and copies of the
+    index arrays (the result owns its arrays: callers may change them in place).
+
+    Parameters
+    ----------
+    pattern : sparse matrix or ndarray of bool
+    plan : ndarray of int
+        From :func:`column_plan`, :func:`row_plan` or :func:`star_plan` of ``pattern``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from newtonad.sparse import Recovery, seed_matrix, star_colouring, star_plan
+    >>> H = np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 4.0], [0.0, 4.0, 5.0]])
+    >>> colours = star_colouring(H != 0)
+    >>> recover = Recovery(H != 0, star_plan(H != 0, colours))
+    >>> bool((recover(H @ seed_matrix(colours)).toarray() == H).all())
+    True
+    """
+
+    def __init__(self, pattern: sparse.sparray | np.ndarray, plan: np.ndarray) -> None:
+        matrix = pattern if _is_canonical(pattern) else _canonical(pattern)
+        self.shape: tuple[int, int] = (int(matrix.shape[0]), int(matrix.shape[1]))
+        index = _index_dtype(matrix.nnz, *self.shape)
+        self.indptr = matrix.indptr.astype(index)  # copies: the pattern's stay untouched
+        self.indices = matrix.indices.astype(index)
+        self.plan = np.asarray(plan, dtype=np.intp)
+        if self.plan.shape != (matrix.nnz,):
+            raise ValueError(f"the plan has shape {self.plan.shape}, but the pattern has "
+                             f"{matrix.nnz} stored entries: make it from this pattern")
+        #: entries the compressed frame must have at least
+        self.frame_size = int(self.plan.max()) + 1 if self.plan.size else 0
+
+    def __call__(self, compressed: np.ndarray) -> sparse.csr_array:
+        """The derivative as a ``csr_array`` of float64 from the frame ``compressed``."""
+        frame = np.asarray(compressed, dtype=np.float64).reshape(-1)  # a view of a C frame
+        if frame.size < self.frame_size:
+            raise ValueError(f"the compressed frame has {frame.size} entries, but this "
+                             f"recovery plan reads {self.frame_size}: pass the product with "
+                             "the seed of the plan's own colouring")
+        # one gather; mode="clip" skips numpy's bounds pass (every index is in range)
+        values = np.take(frame, self.plan, mode="clip")
+        return _csr(values, self.indices.copy(), self.indptr.copy(), self.shape)
+
+
 def assemble(pattern: sparse.sparray | np.ndarray, plan: np.ndarray,
              compressed: np.ndarray) -> sparse.csr_array:
     """The derivative as a CSR array: ``pattern``'s structure, values read by ``plan``.
+
+    For repeated use make a :class:`Recovery` once instead.
 
     Parameters
     ----------
@@ -129,13 +199,8 @@ def assemble(pattern: sparse.sparray | np.ndarray, plan: np.ndarray,
     scipy.sparse.csr_array of float64
     """
     matrix = pattern if _is_canonical(pattern) else _canonical(pattern)
-    values = np.asarray(compressed, dtype=np.float64).ravel()[plan]
-    return sparse.csr_array((values, matrix.indices.copy(), matrix.indptr.copy()),
-                            shape=matrix.shape)
-
-
-def _is_canonical(pattern: Any) -> bool:
-    return isinstance(pattern, sparse.csr_array) and bool(pattern.has_canonical_format)
+    values = np.asarray(compressed, dtype=np.float64).reshape(-1)[plan]
+    return _csr(values, matrix.indices.copy(), matrix.indptr.copy(), matrix.shape)
 
 
 def recover_columns(pattern: sparse.sparray, colours: np.ndarray,
