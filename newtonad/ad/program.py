@@ -83,12 +83,10 @@ def _feed_params(h: "hashlib.blake2b", value: Any) -> None:
     h.update(b",")
 
 
-def _tagged(value: Any) -> Any:
-    """``value`` with the type of every scalar beside it: ``1``, ``1.0`` and ``True`` are
-    equal dictionary keys, but may give different dtypes."""
-    if isinstance(value, tuple):
-        return tuple(_tagged(v) for v in value)
-    return (type(value), value)
+def _tagged(values: tuple) -> tuple:
+    """``values`` with the type of every entry beside it, nested tuples included: ``1``,
+    ``1.0`` and ``True`` are equal dictionary keys, but may give different dtypes."""
+    return tuple((v.__class__, _tagged(v) if v.__class__ is tuple else v) for v in values)
 
 
 #: Memoised shape rules: (primitive, input slots, tagged params) -> output slot. Shape
@@ -107,7 +105,7 @@ def output_slot(primitive: Any, in_slots: tuple[Slot, ...], params: Any) -> Slot
     """
     items = tuple(params.items()) if isinstance(params, dict) else params
     try:
-        key = (primitive, in_slots, _tagged(items))
+        key = (primitive, in_slots, _tagged(items)) if items else (primitive, in_slots)
         hit = _SHAPES.get(key)
     except TypeError:  # unhashable params: evaluate the rule every time
         return primitive.abstract_eval(*in_slots, **dict(items))
@@ -182,6 +180,23 @@ class Program:
     def __post_init__(self) -> None:
         self.validate()
         object.__setattr__(self, "_hash", hash((self.slots, self.steps, self.inputs, self.outputs)))
+
+    @classmethod
+    def checked_by_construction(cls, slots: tuple[Slot, ...], steps: tuple[Step, ...],
+                                inputs: tuple[int, ...], outputs: tuple[int, ...]) -> Program:
+        """A program whose every step's slot was given by its shape rule as it was made.
+
+        :func:`~newtonad.ad.trace.to_program` builds programs from recorded Ops, whose
+        output slots ``bind`` computed with the primitives' shape rules, writing each
+        slot once and in order; validating them again costs a second pass over every
+        step of every derived program. Anything else uses the checking constructor.
+        """
+        program = object.__new__(cls)
+        for name, value in (("slots", slots), ("steps", steps), ("inputs", inputs),
+                            ("outputs", outputs)):
+            object.__setattr__(program, name, value)
+        object.__setattr__(program, "_hash", hash((slots, steps, inputs, outputs)))
+        return program
 
     def __hash__(self) -> int:
         return self._hash

@@ -108,8 +108,8 @@ def to_program(inputs: Sequence[Var], outputs: Sequence[Var], stop: int = -1
             op = var.creator
             in_slots = tuple(slot_of[a.id] for a in op.args)
             slot_of[var.id] = add_step(op.primitive, in_slots, op.params, var.aval)
-    program = Program(tuple(slots), tuple(steps), tuple(input_slots),
-                      tuple(slot_of[v.id] for v in outputs))
+    program = Program.checked_by_construction(tuple(slots), tuple(steps), tuple(input_slots),
+                                              tuple(slot_of[v.id] for v in outputs))
     return program, closed
 
 

@@ -269,6 +269,23 @@ def transpose_program(program: Program, linear: Sequence[bool]) -> Program:
 
 # ---- composites: vjp, grad, hvp --------------------------------------------------------------
 
+def _vjp_parts(program: Program, k: int | None, wrt: Sequence[int]) -> tuple[Program, Program]:
+    """``(primal, pullback)``: the primal program (inputs -> outputs and residuals) and
+    the transposed linear program (inputs, residuals, cotangents -> input cotangents)."""
+    primal, linear = linearize_program(program, k, wrt)
+    n_fixed = len(linear.inputs) - len(wrt)  # the inputs, then the residuals
+    pullback = transpose_program(linear, [False] * n_fixed + [True] * len(wrt))
+    return primal, pullback
+
+
+def _pull(program: Program, primal: Program, pullback: Program, xs: list[Var],
+          ws: list[Any]) -> list[Any]:
+    """The outputs of ``program`` at ``xs`` followed by the cotangents pulled back from ``ws``."""
+    n_out = len(program.outputs)
+    outs = interpret(primal, xs)
+    return outs[:n_out] + interpret(pullback, xs + outs[n_out:] + ws)
+
+
 @gc_paused
 def vjp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)) -> Program:
     """``vjp = transpose ∘ linearize`` over cotangent frames of ``k`` columns.
@@ -277,15 +294,10 @@ def vjp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)) -> P
     (shape ``out + (k,)``, or ``out`` when ``k`` is None) and returning the outputs
     followed by one cotangent frame per ``wrt`` input.
     """
-    primal, linear = linearize_program(program, k, wrt)
-    n_out = len(program.outputs)
-    n_fixed = len(linear.inputs) - len(wrt)  # the inputs, then the residuals
-    pullback = transpose_program(linear, [False] * n_fixed + [True] * len(wrt))
+    primal, pullback = _vjp_parts(program, k, wrt)
     xs = _tracers(program.in_slots)
     ws = _tracers([frame_slot(s, k) for s in program.out_slots])
-    outs = interpret(primal, xs)
-    cts = interpret(pullback, xs + outs[n_out:] + ws)
-    return simplify(_build(xs + ws, outs[:n_out] + cts))
+    return simplify(_build(xs + ws, _pull(program, primal, pullback, xs, ws)))
 
 
 def _check_scalar(program: Program) -> None:
@@ -302,9 +314,11 @@ def value_and_grad_program(program: Program) -> Program:
     The reverse pass is vjp with the single cotangent 1.
     """
     _check_scalar(program)
-    vjp = vjp_program(program, None)  # one cotangent column: no frame axis
+    # The vjp with its cotangent bound to the constant 1 before simplification: one
+    # simplifying pass instead of one for the vjp and another once the 1 is bound.
+    primal, pullback = _vjp_parts(program, None, (0,))  # one cotangent column: no frame axis
     xs = _tracers(program.in_slots)
-    y, ct = interpret(vjp, xs + [Var(np.ones(()), const=True)])
+    y, ct = _pull(program, primal, pullback, xs, [Var(np.ones(()), const=True)])
     return simplify(_build(xs, [y, ct]))
 
 

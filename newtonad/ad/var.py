@@ -407,17 +407,34 @@ def bind(primitive: Primitive, *args: Any, **params: Any) -> Any:
     """
     if not args:  # a constant step, re-bound by a transform
         return Var(primitive.impl(**params), const=True)
-    if not any(isinstance(a, Var) for a in args):
+    # One pass over the arguments (this runs once per step of every pass over a program).
+    like = None
+    all_vars = all_const = all_valued = True
+    for a in args:
+        if isinstance(a, Var):
+            if like is None:
+                like = a
+            if not a.const:
+                all_const = False
+            if a.value is None:
+                all_valued = False
+        else:
+            all_vars = False
+    if like is None:
         return primitive.impl(*args, **params)
-    like = next(a for a in args if isinstance(a, Var))
-    vargs = tuple(a if isinstance(a, Var) else _input_var(a, like) for a in args)
+    if all_vars:
+        vargs = args
+    else:
+        vargs = tuple(a if isinstance(a, Var) else _input_var(a, like) for a in args)
+        all_const = all(a.const for a in vargs)
+        all_valued = all(a.value is not None for a in vargs)
     aval = output_slot(primitive, tuple(a.aval for a in vargs), params)
-    if all(a.const for a in vargs) and aval.size <= max([1] + [a.size for a in vargs]):
+    if all_const and aval.size <= max([1] + [a.size for a in vargs]):
         # Constant folding; expansions (broadcasts of a scalar zero, say) stay steps so
         # that large constant arrays are never baked into programs.
         return Var(primitive.impl(*(a.value for a in vargs), **params), const=True)
     value = None
-    if all(a.value is not None for a in vargs):
+    if all_valued:
         value = np.asarray(primitive.impl(*(a.value for a in vargs), **params))
     return Var(value, aval=aval, creator=Op(primitive, vargs, params))
 
