@@ -160,15 +160,31 @@ class _Rerolling:
             sig[step.output] = table.setdefault(key, len(table))
         return sig
 
+    def _eligible(self, slot: int) -> bool:
+        """Whether ``slot`` may be an intermediate accumulator: a scalar written by an
+        ``add`` / ``sub`` step, read once (by the next link) and not returned."""
+        step = self._step_of(slot)
+        return (step is not None and step.primitive in (add_p, sub_p)
+                and len(self.consumers.get(slot, ())) == 1 and slot not in self.outputs
+                and self.slots[slot] == Slot(()))
+
     def _accumulator_operand(self, step: Step) -> int | None:
-        """The operand of an ``add`` / ``sub`` step that is a chain's accumulator, if any."""
-        candidates = step.inputs if step.primitive is add_p else step.inputs[:1]
-        for i in candidates:
-            prev = self._step_of(i)
-            if (prev is not None and prev.primitive in (add_p, sub_p)
-                    and len(self.consumers.get(i, ())) == 1 and i not in self.outputs
-                    and self.slots[i] == Slot(())):
-                return i
+        """The operand of an ``add`` / ``sub`` step that is a chain's accumulator, if any.
+
+        ``s = s + t`` traces to ``add(s, t)``: the first operand is preferred. The second is
+        taken (``s = t + s``) only when the first is not eligible and the second is an
+        ``add`` of the same orientation, so that the term of a chain's first link, such
+        as ``a - b`` in ``0.0 + (a - b)``, is not mistaken for an accumulator. A wrong
+        guess only loses a fold: every fold is checked exactly.
+        """
+        first = step.inputs[0]
+        if self._eligible(first):
+            return first
+        if step.primitive is add_p and self._eligible(step.inputs[1]):
+            prev = self._step_of(step.inputs[1])
+            assert prev is not None
+            if prev.primitive is add_p and not self._eligible(prev.inputs[0]):
+                return step.inputs[1]
         return None
 
     def _chains(self) -> list[list[Step]]:
@@ -462,20 +478,23 @@ class _Group:
         raise _Bail(k)
 
     def check_private(self, accumulators: set[int]) -> None:
-        """Bail out when a value computed inside the group is read outside it."""
+        """Bail out when a value computed inside the group is read outside it, naming the
+        first iteration that computes such a value."""
         inside = set(accumulators)
         for slots in self.private:
             inside.update(slots)
         outputs = self.owner.outputs
         consumers = self.owner.consumers
         steps = self.owner.program.steps
+        first_bad = self.m
         for slots in self.private:
-            for s in slots:
-                if s in outputs:
-                    raise _Bail(0)
-                for n in consumers.get(s, ()):
-                    if steps[n].output not in inside:
-                        raise _Bail(0)
+            for k, s in enumerate(slots[:first_bad]):
+                if s in outputs or any(steps[n].output not in inside
+                                       for n in consumers.get(s, ())):
+                    first_bad = k
+                    break
+        if first_bad < self.m:
+            raise _Bail(first_bad)  # iterations before it may still be folded
 
 
 __all__ = ["MAX_PERIOD", "MIN_TRIP", "REROLL", "reroll"]
