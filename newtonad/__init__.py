@@ -42,6 +42,7 @@ scipy_dispatch.install()
 
 # public name -> (module, attribute or None for the module itself), imported on first use
 _LAZY = {"minimize": ("newtonad.solvers", "minimize"),
+         "FiniteSum": ("newtonad.finite_sum", "FiniteSum"),  # imports dask on first use
          "problems": ("newtonad.problems", None)}
 
 
@@ -61,7 +62,7 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = ["Objective", "Program", "TracerBoolError", "Var", "grad", "hessian",
+__all__ = ["FiniteSum", "Objective", "Program", "TracerBoolError", "Var", "grad", "hessian",
            "hessian_sparsity", "hvp", "jacobian", "jacobian_sparsity", "jvp", "least_squares",
            "linearize",
            "minimize", "numpy", "problems", "trace", "value_and_grad", "vjp"]
