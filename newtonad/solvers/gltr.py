@@ -26,7 +26,7 @@ from typing import Any, Optional
 import numpy as np
 from scipy.linalg import lapack
 
-from .linalg import axpy
+from .linalg import SERIAL_FROM, axpy, dot, lanczos_orthogonalise
 from .tridiagonal import TRSSolution, solve_tridiagonal_trs
 from .trust_region import QuadraticModel
 
@@ -116,11 +116,13 @@ class GLTRSubproblem(QuadraticModel):
         q = self._basis[j]
         w = self.hessp(q)
         self.inner_iterations += 1
-        delta = float(q @ w)
-        axpy(-delta, q, w)
+        delta = dot(q, w)
+        # w -= delta q_j + gamma_j q_{j-1}, in one pass
         if j > 0:
-            axpy(-self._off[j - 1], self._basis[j - 1], w)
-        gamma = math.sqrt(w @ w)
+            ww = lanczos_orthogonalise(w, delta, q, float(self._off[j - 1]), self._basis[j - 1])
+        else:
+            ww = lanczos_orthogonalise(w, delta, q, 0.0, None)
+        gamma = math.sqrt(ww)
         if not (math.isfinite(delta) and math.isfinite(gamma)):
             self.hessian_failed()
             self._exhausted = True
@@ -227,8 +229,22 @@ class GLTRSubproblem(QuadraticModel):
             self.hessian_failed()
             self._steepest_only = True
             return self.steepest_descent_step(radius)
-        p = h @ self._basis[:k]
+        p = self._combination(h)
         diag, off = self._diag[:k], self._off[: k - 1]
         quad = float(diag @ (h * h)) + 2.0 * float(off @ (h[:-1] * h[1:]))
         self._record(p, -(self.jac_mag * h[0] + 0.5 * quad))
         return p, sol.hits_boundary
+
+    def _combination(self, h: np.ndarray) -> np.ndarray:
+        """``h @ Q_k``: the step from its coordinates in the Lanczos basis.
+
+        Large vectors: one serial axpy per basis vector rather than a threaded BLAS
+        ``dgemv`` (see :mod:`.linalg`); the traffic is the same, ``k n`` reads.
+        """
+        basis = self._basis
+        if basis.shape[1] < SERIAL_FROM:
+            return h @ basis[: h.size]
+        p = np.zeros(basis.shape[1])
+        for hi, q in zip(h, basis):
+            axpy(float(hi), q, p)
+        return p

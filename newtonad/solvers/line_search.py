@@ -27,6 +27,8 @@ from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
+from .linalg import dot
+
 __all__ = ["LineSearchResult", "MoreThuente", "backtracking", "first_step", "wolfe",
            "wolfe_scalar"]
 
@@ -345,7 +347,7 @@ def wolfe(fun: Callable[[np.ndarray], float], jac: Callable[[np.ndarray], np.nda
         if s not in grads:
             phi(s)
             grads[s] = jac(seen[s][0])
-        d = float(grads[s] @ p)
+        d = dot(grads[s], p)
         if not math.isfinite(d):
             bad[0] = True
         return d

@@ -30,10 +30,9 @@ import time
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
-from scipy.linalg import blas
 from scipy.optimize import OptimizeResult
 
-from .linalg import axpy, scal_sub
+from .linalg import asum, axpy, cg_update, dot, norm, scal_sub
 from .line_search import backtracking, wolfe
 from .monitor import Monitor, Status
 from .problem import FlatProblem, HessOperator
@@ -55,7 +54,6 @@ class CGStep(NamedTuple):
     nonfinite_hessian: bool = False
 
 
-_dasum = blas.dasum
 #: backtracking searches restarted 10 times shorter after a non-finite gradient
 _MAX_RESTARTS = 20
 
@@ -77,12 +75,13 @@ def truncated_cg(hv: HessOperator, g: np.ndarray, gnorm: float, eta: float,
     r = g.copy()
     d = -g
     rr = gnorm * gnorm
-    tol1 = eta * _dasum(g)
+    tol1 = eta * asum(g)
+    r1 = asum(r)  # sum(|r|), kept up to date by cg_update
     for j in range(maxiter):
-        if _dasum(r) <= tol1 or (j > 0 and time.perf_counter() >= deadline):
+        if r1 <= tol1 or (j > 0 and time.perf_counter() >= deadline):
             return CGStep(z, j, False)
         bd = hv(d)
-        curv = float(d @ bd)
+        curv = dot(d, bd)
         if not math.isfinite(curv):
             return CGStep(z, j + 1, False, True)
         if curv <= 0.0:
@@ -94,9 +93,7 @@ def truncated_cg(hv: HessOperator, g: np.ndarray, gnorm: float, eta: float,
             axpy(scale, d, z)
             return CGStep(z, j + 1, True)
         alpha = rr / curv
-        axpy(alpha, d, z)
-        axpy(alpha, bd, r)
-        rr_new = float(r @ r)
+        rr_new, r1 = cg_update(alpha, d, bd, z, r, l1=True)  # z += alpha d, r += alpha H d
         scal_sub(rr_new / rr, d, r)
         rr = rr_new
     return CGStep(z, maxiter, False)
@@ -145,7 +142,7 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
                       disp=disp, return_all=return_all, step_label="step")
     f, g = check_start(problem, x0)
     x = x0
-    gnorm = math.sqrt(g @ g)
+    gnorm = norm(g)
     monitor.start_run(x, f, gnorm, 0.0)
     f_prev = None
     k = 0
@@ -160,7 +157,7 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
             problem.note_nonfinite_hessian()
         found = _search(problem, x, f, g, step, f_prev, c1, c2)
         if found is None:  # p failed: fall back on steepest descent once
-            ghg = float(g @ hv(g)) if not step.nonfinite_hessian else math.nan
+            ghg = dot(g, hv(g)) if not step.nonfinite_hessian else math.nan
             # the Cauchy step of the quadratic model, or a unit-free guess without curvature
             scale = gnorm * gnorm / ghg if 0.0 < ghg < math.inf else 1.0 / max(gnorm, 1.0)
             found = _search(problem, x, f, g, CGStep(-scale * g, 0, False), None, c1, c2)
@@ -170,15 +167,15 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
             status = Status.NO_PROGRESS
             break
         alpha, x_new, f_new, g_new = found
-        step_norm = alpha * math.sqrt(step.p @ step.p)
+        step_norm = alpha * norm(step.p)
         x, f, f_prev, g = x_new, f_new, f, g_new
-        gnorm = math.sqrt(g @ g)
+        gnorm = norm(g)
         status = monitor.iteration(k, x, f, gnorm, step_norm, step.iterations)
         if status is Status.CALLBACK:
             break
         if converged(gnorm, gtol):
             status = Status.SUCCESS
-        elif xtol is not None and alpha * _dasum(step.p) <= n * xtol:
+        elif xtol is not None and alpha * asum(step.p) <= n * xtol:
             status = Status.SUCCESS
     return monitor.result(status, x, f, g, k)
 
@@ -191,14 +188,14 @@ def _search(problem: FlatProblem, x: np.ndarray, f: float, g: np.ndarray, step: 
     whose gradient is not finite is treated like one whose value is not.
     """
     p = step.p
-    slope = float(g @ p)
+    slope = dot(g, p)
     if not (slope < 0.0 and math.isfinite(slope) and np.isfinite(p).all()):
         return None
     found = wolfe(problem.fun, problem.jac, x, p, f, slope, f_prev, c1=c1, c2=c2)
     if found is not None:
         return found
-    pnorm = math.sqrt(p @ p)
-    min_alpha = 1e-16 * (1.0 + math.sqrt(x @ x)) / pnorm
+    pnorm = norm(p)
+    min_alpha = 1e-16 * (1.0 + norm(x)) / pnorm
     alpha0 = 1.0
     for _ in range(_MAX_RESTARTS):
         ls = backtracking(problem.fun, x, p, f, slope, alpha0=alpha0, c1=c1, min_alpha=min_alpha)

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .linalg import axpy, scal
+from .linalg import axpy, cg_update, dot, scal_sub
 from .trust_region import QuadraticModel, boundary_intersections
 
 __all__ = ["SteihaugSubproblem"]
@@ -115,7 +115,7 @@ class SteihaugSubproblem(QuadraticModel):
                 break  # z is a valid, if truncated, step
             self.inner_iterations += 1
             bd = hv(d)
-            curv = float(d @ bd)
+            curv = dot(d, bd)
             if not math.isfinite(curv):  # nan or inf in H d: the model is unusable beyond z
                 self.hessian_failed()
                 if j == 0:
@@ -139,10 +139,8 @@ class SteihaugSubproblem(QuadraticModel):
                 ends.append(end_sq)
             if end_sq >= r2:
                 return self._to_boundary(z, d, q, -rr, curv, radius, j == 0), True
-            axpy(alpha, d, z)
-            axpy(alpha, bd, r)
+            rr_new = cg_update(alpha, d, bd, z, r)[0]  # z += alpha d, r += alpha H d
             q -= 0.5 * alpha * rr
-            rr_new = float(r @ r)
             if rr_new <= tol2:
                 break
             beta = rr_new / rr
@@ -151,11 +149,10 @@ class SteihaugSubproblem(QuadraticModel):
                 self._path_radius = -1.0
                 for kept in (dirs, alphas, rrs, curvs, ends):
                     kept.clear()
-            if record:  # a new array: the recorded path keeps the old direction
-                d = np.multiply(d, beta, out=np.empty(n))
-            else:
-                scal(beta, d)
-            axpy(-1.0, r, d)
+            # d = beta d - r; while recording, into a new array (the path keeps the old d)
+            d_new = np.empty(n) if record else d
+            scal_sub(beta, d, r, out=d_new)
+            d = d_new
             zz = end_sq
             zd = beta * (zd + alpha * dd)
             dd = rr_new + beta * beta * dd
@@ -189,7 +186,7 @@ class SteihaugSubproblem(QuadraticModel):
         if from_origin:
             ta, tb = boundary_intersections(0.0, 0.0, -rd, radius)
         else:
-            ta, tb = boundary_intersections(float(z @ z), float(z @ d), float(d @ d), radius)
+            ta, tb = boundary_intersections(dot(z, z), dot(z, d), dot(d, d), radius)
         t = tb
         if curv <= 0.0:
             qa = ta * rd + 0.5 * ta * ta * curv

@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 from scipy.optimize import OptimizeResult
 
+from .linalg import dot, norm
 from .monitor import Monitor, Status
 from .problem import FlatProblem, HessOperator
 
@@ -121,7 +122,7 @@ class QuadraticModel:
         """Euclidean norm of the gradient at ``x``."""
         if self._g_mag is None:
             g = self.jac
-            self._g_mag = math.sqrt(g @ g)
+            self._g_mag = norm(g)
         return self._g_mag
 
     @property
@@ -139,7 +140,7 @@ class QuadraticModel:
 
     def __call__(self, p: np.ndarray) -> float:
         """Model value ``m(p)`` (costs one Hessian product)."""
-        return self.fun + self.jac @ p + 0.5 * (p @ self.hessp(p))
+        return self.fun + dot(self.jac, p) + 0.5 * dot(p, self.hessp(p))
 
     def _record(self, p: np.ndarray, decrease: float) -> None:
         self._last_step = p
@@ -149,7 +150,7 @@ class QuadraticModel:
         """``m(0) - m(p)``: free for the step the last :meth:`solve` returned."""
         if p is self._last_step:
             return self._last_decrease
-        return -(self.jac @ p + 0.5 * (p @ self.hessp(p)))
+        return -(dot(self.jac, p) + 0.5 * dot(p, self.hessp(p)))
 
     def out_of_time(self) -> bool:
         """Whether the run's wall-clock budget is spent (inner loops then stop early)."""
@@ -305,7 +306,7 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
     x = x0
     m = subproblem(problem, x, f, g, **opts)
     radius = float(initial_trust_radius)
-    x_bound = math.sqrt(x @ x)  # bounds ‖x‖: ‖x0‖ plus (twice) the lengths of the steps taken
+    x_bound = norm(x)  # bounds ‖x‖: ‖x0‖ plus (twice) the lengths of the steps taken
     monitor.start_run(x, f, m.jac_mag, radius)
     k = 0
     status = Status.SUCCESS if converged(m.jac_mag, gtol) else None
@@ -315,7 +316,7 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
         p, hits_boundary = m.solve(radius)
         inner = m.take_inner_iterations()
         predicted = m.predicted_decrease(p)
-        pp = float(p @ p)
+        pp = dot(p, p)
         step_norm = radius if hits_boundary else math.sqrt(pp)
         rho = -math.inf  # also for a step or a model that is not finite: shrink
         if predicted > 0.0 and math.isfinite(predicted) and math.isfinite(pp):
@@ -326,7 +327,7 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
                 rho = (f - f_new + slack) / (predicted + slack)
         if rho > eta:
             g_new = problem.jac(x_new)
-            gg = float(g_new @ g_new)  # finite unless g is (or overflows when squared)
+            gg = dot(g_new, g_new)  # finite unless g is (or overflows when squared)
             if math.isfinite(gg) or np.isfinite(g_new).all():
                 x, f = x_new, f_new
                 x_bound += 2.0 * step_norm  # (boundary steps may overshoot a little)
@@ -345,7 +346,7 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
         if converged(m.jac_mag, gtol):
             status = Status.SUCCESS
         elif (status is None and radius <= 1e-15 * max(1.0, x_bound)
-              and radius <= 1e-15 * max(1.0, math.sqrt(x @ x))):
+              and radius <= 1e-15 * max(1.0, norm(x))):
             status = Status.NO_PROGRESS
     extra = {"hess": m.hess} if getattr(m, "returns_hess", False) else {}
     return monitor.result(status, x, f, m.jac, k, **extra)
