@@ -56,13 +56,19 @@ from __future__ import annotations
 
 import gc
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from .primitives.core import const_p
 from .primitives.elementwise import add_p, neg_p, sub_p
-from .primitives.structural import reduce_sum_p, reshape_p, slice_p
+from .primitives.structural import (
+    broadcast_to_p,
+    concatenate_p,
+    reduce_sum_p,
+    reshape_p,
+    slice_p,
+)
 from .program import ArrayConst, Program, Slot, Step
 
 #: Switch re-rolling of traced programs on or off (tests and benchmarks switch it off to
@@ -72,6 +78,8 @@ REROLL = True
 MIN_TRIP = 4
 #: Longest period (terms added per iteration) looked for.
 MAX_PERIOD = 16
+#: Nodes of a term's expression tree looked at to pre-check its element reads.
+READS_BUDGET = 64
 
 
 class _Bail(Exception):
@@ -130,6 +138,15 @@ class _Rerolling:
         self.consumers = program.consumers()
         self.outputs = set(program.outputs)
         self.slots: list[Slot] = list(program.slots)
+        # per slot: the step writing it (None: an input), its aval's number, whether it is
+        # a scalar, and for element reads x[j] (reshape to () of a one-element slice) (x, j)
+        self.step_at: list[Step | None] = [None] * len(program.slots)
+        for step in program.steps:
+            self.step_at[step.output] = step
+        avals: dict[Slot, int] = {}
+        self.aval = [avals.setdefault(slot, len(avals)) for slot in program.slots]
+        self.scalar = [slot.shape == () for slot in program.slots]
+        self.element: dict[int, tuple[int, int]] = {}
         self.signature = self._signatures()
         self.chain_pos: dict[int, int] = {}  # accumulator slot -> its index in its chain
         self.folds: dict[int, list[Step]] = {}  # index of a replaced step -> its new steps
@@ -157,8 +174,36 @@ class _Rerolling:
             else:
                 params = step.params
             key = (step.primitive.name, params, out, tuple(sig[i] for i in step.inputs))
+            if step.primitive is reshape_p and out.shape == ():
+                inner = self.step_at[step.inputs[0]]
+                if inner is not None and inner.primitive is slice_p:
+                    x = inner.inputs[0]
+                    self.element[step.output] = (x, _flat_index(self.slots[x].shape,
+                                                                inner.kwargs["slices"]))
+                    key = ("element", sig[x], out)
             sig[step.output] = table.setdefault(key, len(table))
         return sig
+
+    def _reads(self, term: int) -> tuple[int, ...] | None:
+        """The flat indices of the element reads in ``term``'s expression tree, in a fixed
+        order (None past :data:`READS_BUDGET` nodes): isomorphic terms of a foldable loop
+        have them affine in the iteration, which rules most candidates out cheaply."""
+        found: list[int] = []
+        stack = [term]
+        visits = 0
+        while stack:
+            slot = stack.pop()
+            visits += 1
+            if visits > READS_BUDGET:
+                return None
+            read = self.element.get(slot)
+            if read is not None:
+                found.append(read[1])
+                continue
+            step = self.step_at[slot]
+            if step is not None and self.scalar[slot] and slot not in self.chain_pos:
+                stack.extend(step.inputs)
+        return tuple(found)
 
     def _eligible(self, slot: int) -> bool:
         """Whether ``slot`` may be an intermediate accumulator: a scalar written by an
@@ -214,72 +259,66 @@ class _Rerolling:
     def run(self) -> Program:
         for chain in self._chains():
             self._fold_chain(chain)
+        for idx, step in enumerate(self.program.steps):
+            if step.primitive is concatenate_p:
+                self._fold_concatenate(idx, step)
         if not self.folds:
             return self.program
         return self._rebuild()
 
-    def _fold_chain(self, chain: list[Step]) -> None:
-        # terms[n] with sign: terms[0] is the chain's first operand (its base), terms[n]
-        # the operand step n-1 adds; acc[n] the accumulator after term n.
-        terms: list[tuple[int, int]] = [(chain[0].inputs[0], 1)]
-        accs = [chain[0].inputs[0]]
-        prev = None
-        for step in chain:
-            # the operand that is not the previous accumulator (the first step: its second)
-            t = step.inputs[0] if prev is not None and step.inputs[0] != prev else step.inputs[1]
-            terms.append((t, -1 if step.primitive is sub_p else 1))
-            accs.append(step.output)
-            prev = step.output
-        for n, a in enumerate(accs):
-            if n > 0:
-                self.chain_pos[a] = n
-        sigs = [(self.signature[t], sign) for t, sign in terms]
+    def _scan(self, items: list[int], sigs: list,
+              make: Callable[[int, int, int, bool], "_Group"]
+              ) -> list[tuple[int, int, int, "_Group"]]:
+        """Groups ``(n, p, m, group)`` of ``m`` iterations of period ``p`` from item ``n``,
+        found left to right: the smallest period whose longest group folds wins."""
+        found = []
         runs: dict[int, list[int]] = {}
+        reads = [self._reads(t) if t >= 0 else None for t in items]
         n = 0
-        while n + MIN_TRIP <= len(terms):
+        while n + MIN_TRIP <= len(sigs):
             m = 0
             for p in range(1, MAX_PERIOD + 1):
-                if n + p < len(terms) and sigs[n + p] == sigs[n]:
+                if (n + p < len(sigs) and sigs[n + p] == sigs[n]
+                        and _may_be_affine(reads, n, p)):
                     if p not in runs:
                         runs[p] = _run_lengths(sigs, p)
-                    m = self._longest_group(terms, accs, n, p, (runs[p][n] + p) // p)
+                    m, group = self._longest_group(make, n, p, (runs[p][n] + p) // p)
                     if m:
+                        found.append((n, p, m, group))
                         n += m * p
                         break
             if not m:
                 n += 1
+        return found
 
-    def _longest_group(self, terms: list[tuple[int, int]], accs: list[int], n: int, p: int,
-                       m: int) -> int:
-        """Fold the longest foldable group of at most ``m`` iterations of period ``p`` from
-        term ``n``; return its number of iterations (0: none)."""
+    def _longest_group(self, make: Callable[[int, int, int, bool], "_Group"], n: int, p: int,
+                       m: int) -> tuple[int, Any]:
+        """The longest foldable group of at most ``m`` iterations of period ``p`` from item
+        ``n``, committed: ``(iterations, group)``, ``(0, None)`` when there is none."""
         if m < MIN_TRIP:
-            return 0
+            return 0, None
         try:  # a cheap probe first, so a failing candidate costs O(period), not O(m)
-            self._group(terms, accs, n, p, MIN_TRIP, probe=True)
+            make(n, p, MIN_TRIP, True)
         except _Bail:
-            return 0
+            return 0, None
         while m >= MIN_TRIP:
             try:
-                group = self._group(terms, accs, n, p, m, probe=False)
+                group = make(n, p, m, False)
             except _Bail as bail:
                 m = min(bail.k, m - 1)
                 continue
-            last = accs[n + m * p - 1]
-            self.folds[self.writer[last]] = group.steps
             self.slots.extend(group.new_slots)
-            return m
-        return 0
+            return m, group
+        return 0, None
 
-    def _group(self, terms: list[tuple[int, int]], accs: list[int], n: int, p: int, m: int,
-               probe: bool) -> "_Group":
-        """The vector steps of terms ``n .. n + m*p - 1`` (``m`` iterations of ``p`` terms),
-        or raise _Bail naming the first iteration that cannot be folded."""
-        group = _Group(self, m, lowest_acc=max(n, 1))
+    def _vectors(self, items: list[int], n: int, p: int, m: int, lowest_acc: int,
+                 probe: bool) -> tuple["_Group", list[tuple[str, int]]]:
+        """The vector node of each of the ``p`` positions of items ``n .. n + m*p - 1``."""
+        group = _Group(self, m, lowest_acc)
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, 10_000))
         try:
-            vectors = [group.vector(tuple(terms[n + k * p + r][0] for k in range(m)))
+            vectors = [group.vector(tuple(items[n + k * p + r] for k in range(m)))
                        for r in range(p)]
         except RecursionError:
             raise _Bail(0) from None
@@ -289,13 +328,46 @@ class _Rerolling:
             raise _Bail(0)  # nothing varies: not a loop over anything
         if any(group.slot(slot).dtype != "float64" for _, slot in vectors):
             raise _Bail(0)  # integer or bool terms: sums of them are not re-associated
-        if probe:
-            return group
-        group.check_private({accs[n + j] for j in range(m * p) if n + j > 0})
-        # the sum of each iteration's terms, then over the iterations
+        group.vectors = vectors
+        return group, vectors
+
+    # ---- sums: chains of add / sub ------------------------------------------------------
+
+    def _fold_chain(self, chain: list[Step]) -> None:
+        # terms[n] with sign: terms[0] is the chain's first operand (its base), terms[n]
+        # the operand step n-1 adds; acc[n] the accumulator after term n.
+        terms: list[int] = [chain[0].inputs[0]]
+        signs = [1]
+        accs = [chain[0].inputs[0]]
+        prev = None
+        for step in chain:
+            # the operand that is not the previous accumulator (the first step: its second)
+            t = step.inputs[0] if prev is not None and step.inputs[0] != prev else step.inputs[1]
+            terms.append(t)
+            signs.append(-1 if step.primitive is sub_p else 1)
+            accs.append(step.output)
+            prev = step.output
+        for n, a in enumerate(accs):
+            if n > 0:
+                self.chain_pos[a] = n
+        sigs = [(self.signature[t], sign) for t, sign in zip(terms, signs)]
+
+        def make(n: int, p: int, m: int, probe: bool) -> _Group:
+            group, vectors = self._vectors(terms, n, p, m, max(n, 1), probe)
+            if probe:
+                return group
+            group.check_private({accs[n + j] for j in range(m * p) if n + j > 0})
+            return self._sum_group(group, vectors, signs[n:n + p], accs, n, p, m)
+
+        for n, p, m, group in self._scan(terms, sigs, make):
+            self.folds[self.writer[accs[n + m * p - 1]]] = group.steps
+
+    def _sum_group(self, group: "_Group", vectors: list[tuple[str, int]], signs: list[int],
+                   accs: list[int], n: int, p: int, m: int) -> "_Group":
+        """Finish a chain's group: the sum of each iteration's terms, then over the
+        iterations, added to the accumulator before the group."""
         total = -1
-        for r, (_kind, slot) in enumerate(vectors):
-            sign = terms[n + r][1]
+        for (_kind, slot), sign in zip(vectors, signs):
             if total < 0:
                 total = group.emit(neg_p, (slot,), ()) if sign < 0 else slot
             else:
@@ -306,11 +378,83 @@ class _Rerolling:
             final = Step(reduce_sum_p, (total,), axes, last)
         else:
             final = Step(add_p, (accs[n - 1], group.emit(reduce_sum_p, (total,), axes)), (), last)
-        if final.primitive.abstract_eval(*(group.slot(i) for i in final.inputs),
-                                         **final.kwargs) != self.slots[last]:
-            raise _Bail(0)
-        group.steps.append(final)
+        group.finish(final)
         return group
+
+    # ---- arrays: np.array([...]) of scalars ---------------------------------------------
+
+    def _fold_concatenate(self, idx: int, step: Step) -> None:
+        """``np.array([t0, t1, ...])`` of traced scalars traces to a concatenate of
+        ``reshape(t_k, (1,))``: runs of isomorphic ``t_k`` become one vector each."""
+        out = self.slots[step.output]
+        if step.kwargs.get("axis") != 0 or out.ndim != 1 or len(step.inputs) < MIN_TRIP:
+            return
+        items: list[int] = []
+        sigs: list[Any] = []
+        wrappers: list[int] = []
+        for k, piece in enumerate(step.inputs):
+            wrap = self._step_of(piece)
+            if (wrap is not None and wrap.primitive is reshape_p
+                    and self.slots[piece] == Slot((1,)) and self.slots[wrap.inputs[0]] == Slot(())
+                    and self.consumers.get(piece) == [idx] and piece not in self.outputs):
+                items.append(wrap.inputs[0])
+                sigs.append(self.signature[wrap.inputs[0]])
+                wrappers.append(piece)
+            else:
+                items.append(-1)
+                sigs.append(("piece", k))
+        if len(wrappers) < MIN_TRIP:
+            return
+        inside = set(wrappers) | {step.output}
+
+        def make(n: int, p: int, m: int, probe: bool) -> _Group:
+            if any(items[j] < 0 for j in range(n, n + m * p)):
+                raise _Bail(0)
+            group, vectors = self._vectors(items, n, p, m, sys.maxsize, probe)
+            if not probe:
+                group.check_private(inside)
+            return group
+
+        found = self._scan(items, sigs, make)
+        if not found:
+            return
+        new_steps: list[Step] = []
+        pieces: list[int] = []
+        done = 0
+        for n, p, m, group in found:
+            pieces += step.inputs[done:n]
+            new_steps += group.steps
+            pieces.append(self._interleave(new_steps, group.vectors, m))
+            done = n + m * p
+        pieces += step.inputs[done:]
+        if len(pieces) == 1:
+            final = Step(reshape_p, (pieces[0],), (("shape", out.shape),), step.output)
+        else:
+            final = Step(concatenate_p, tuple(pieces), step.params, step.output)
+        if final.primitive.abstract_eval(*(self.slots[i] for i in final.inputs),
+                                         **final.kwargs) != out:
+            return  # cannot happen for float64 pieces; leave the step as it was
+        self.folds[idx] = new_steps + [final]
+
+    def _interleave(self, steps: list[Step], vectors: list[tuple[str, int]], m: int) -> int:
+        """One slot of shape ``(m * p,)`` holding the ``p`` vectors' entries interleaved
+        (iteration by iteration), as the loop appended them."""
+        def emit(primitive: Any, inputs: tuple[int, ...], params: tuple) -> int:
+            aval = primitive.abstract_eval(*(self.slots[i] for i in inputs), **dict(params))
+            self.slots.append(aval)
+            steps.append(Step(primitive, inputs, params, len(self.slots) - 1))
+            return len(self.slots) - 1
+
+        columns = []
+        for kind, slot in vectors:
+            if kind == "inv":
+                slot = emit(broadcast_to_p, (slot,), (("shape", (m,)),))
+            columns.append(slot)
+        if len(columns) == 1:
+            return columns[0]
+        columns = [emit(reshape_p, (c,), (("shape", (m, 1)),)) for c in columns]
+        table = emit(concatenate_p, tuple(columns), (("axis", 1),))
+        return emit(reshape_p, (table,), (("shape", (m * len(columns),)),))
 
     def _is_zero_const(self, slot: int) -> bool:
         step = self._step_of(slot)
@@ -344,6 +488,35 @@ class _Rerolling:
                        tuple(number[i] for i in self.program.outputs))
 
 
+def _flat_index(shape: tuple[int, ...], slices: tuple) -> int:
+    """The flat (C order) index of the one element a slice of an array selects."""
+    index = 0
+    for axis, n in enumerate(shape):
+        index = index * n + (slices[axis][0] if axis < len(slices) else 0)
+    return index
+
+
+def _may_be_affine(reads: list[tuple[int, ...] | None], n: int, p: int) -> bool:
+    """Whether the element reads of the first :data:`MIN_TRIP` iterations of period ``p``
+    from item ``n`` advance by a constant stride at every position (True when unknown)."""
+    if n + MIN_TRIP * p > len(reads):
+        return False
+    for r in range(p):
+        first, second = reads[n + r], reads[n + p + r]
+        if first is None or second is None:
+            continue
+        if len(first) != len(second):
+            return False
+        for k in range(2, MIN_TRIP):
+            other = reads[n + k * p + r]
+            if other is None:
+                break
+            if len(other) != len(first) or any(
+                    c != a + k * (b - a) for a, b, c in zip(first, second, other)):
+                return False
+    return True
+
+
 def _run_lengths(sigs: list, p: int) -> list[int]:
     """``run[n]``: how many consecutive ``i >= n`` have ``sigs[i] == sigs[i + p]``."""
     run = [0] * len(sigs)
@@ -366,6 +539,7 @@ class _Group:
         self.memo: dict[tuple[int, ...], tuple[str, int]] = {}
         self.flat: dict[int, int] = {}      # array slot -> its flattened copy
         self.private: list[tuple[int, ...]] = []  # computed per-iteration slots
+        self.vectors: list[tuple[str, int]] = []  # the vector node of each position
 
     def slot(self, i: int) -> Slot:
         return self.owner.slots[i] if i < self.first_new else self.new_slots[i - self.first_new]
@@ -377,48 +551,56 @@ class _Group:
         self.steps.append(Step(primitive, inputs, params, out))
         return out
 
+    def finish(self, final: Step) -> None:
+        """Append the step writing the group's result into an existing slot."""
+        aval = final.primitive.abstract_eval(*(self.slot(i) for i in final.inputs),
+                                             **final.kwargs)
+        if aval != self.owner.slots[final.output]:
+            raise _Bail(0)
+        self.steps.append(final)
+
     def _forbidden(self, slot: int) -> bool:
         return self.owner.chain_pos.get(slot, -1) >= self.lowest_acc
 
     def vector(self, slots: tuple[int, ...]) -> tuple[str, int]:
         """``("inv", slot)`` for a loop-invariant scalar, ``("vec", slot)`` for a new slot
         of shape ``(m,)`` whose element k is the value of ``slots[k]``."""
+        owner = self.owner
         s0 = slots[0]
         if s0 == slots[1] and all(s == s0 for s in slots):
-            if self._forbidden(s0) or self.owner.slots[s0].shape != ():
+            if self._forbidden(s0) or not owner.scalar[s0]:
                 raise _Bail(0)
             return ("inv", s0)
         if slots in self.memo:
             return self.memo[slots]
-        steps = []
-        for k, s in enumerate(slots):
-            step = self.owner._step_of(s)
-            if step is None or self._forbidden(s) or self.owner.slots[s] != self.owner.slots[s0]:
-                raise _Bail(k)
-            steps.append(step)
-        if self.owner.slots[s0].shape != ():
-            raise _Bail(0)
-        prim = steps[0].primitive
-        for k, step in enumerate(steps):
-            if step.primitive is not prim:
-                raise _Bail(k)
-        if prim is const_p:
-            out = self._constants(steps)
-        elif prim is reshape_p and (read := self._element_read(steps)) is not None:
-            out = read
-        elif prim.kind == "elementwise":
-            params = steps[0].params
-            for k, step in enumerate(steps):
-                if step.params != params or len(step.inputs) != len(steps[0].inputs):
-                    raise _Bail(k)
-            args = [self.vector(tuple(step.inputs[r] for step in steps))
-                    for r in range(len(steps[0].inputs))]
-            out = self.emit(prim, tuple(slot for _, slot in args), params)
-            if self.slot(out).shape != (self.m,):
-                raise _Bail(0)
-            self.private.append(slots)
+        if s0 in owner.element:
+            out = self._element_read(slots)
         else:
-            raise _Bail(0)
+            step_at, aval, chain_pos = owner.step_at, owner.aval, owner.chain_pos
+            first = step_at[s0]
+            if first is None or not owner.scalar[s0]:
+                raise _Bail(0)
+            prim, params, arity, a0 = first.primitive, first.params, len(first.inputs), aval[s0]
+            steps = []
+            for k, s in enumerate(slots):
+                step = step_at[s]
+                if (step is None or step.primitive is not prim or aval[s] != a0
+                        or chain_pos.get(s, -1) >= self.lowest_acc):
+                    raise _Bail(k)
+                if prim is not const_p and (step.params != params or len(step.inputs) != arity):
+                    raise _Bail(k)
+                steps.append(step)
+            if prim is const_p:
+                out = self._constants(steps)
+            elif prim.kind == "elementwise":
+                args = [self.vector(tuple(step.inputs[r] for step in steps))
+                        for r in range(arity)]
+                out = self.emit(prim, tuple(slot for _, slot in args), params)
+                if self.slot(out).shape != (self.m,):
+                    raise _Bail(0)
+                self.private.append(slots)
+            else:
+                raise _Bail(0)
         self.memo[slots] = ("vec", out)
         return self.memo[slots]
 
@@ -433,37 +615,17 @@ class _Group:
         array = np.array(values, dtype=dtype)
         return self.emit(const_p, (), (("dtype", dtype), ("value", ArrayConst(array))))
 
-    def _element_read(self, steps: list[Step]) -> int | None:
-        """A strided slice for ``x[j0 + c*k]`` read in iteration k, or None (not a read)."""
-        base = None
-        flat_index = []
-        for k, step in enumerate(steps):
-            if step.kwargs.get("shape") != ():
-                return None if k == 0 else self._bail(k)
-            inner = self.owner._step_of(step.inputs[0])
-            if inner is None or inner.primitive is not slice_p:
-                return None if k == 0 else self._bail(k)
-            x = inner.inputs[0]
-            if base is None:
-                base = x
-            elif x != base:
-                raise _Bail(k)
-            shape = self.owner.slots[x].shape
-            index = 0
-            slices = inner.kwargs["slices"]
-            for axis, n in enumerate(shape):
-                start = 0
-                if axis < len(slices):
-                    a, _b, _c = slices[axis]
-                    start = a
-                index = index * n + start
-            flat_index.append(index)
-        assert base is not None
-        j0, c = flat_index[0], flat_index[1] - flat_index[0]
-        if c == 0:
+    def _element_read(self, slots: tuple[int, ...]) -> int:
+        """A strided slice for the reads ``x[j0 + c*k]`` of iterations ``k``."""
+        element = self.owner.element
+        base, j0 = element[slots[0]]
+        second = element.get(slots[1])
+        if second is None or second[0] != base or second[1] == j0:
             raise _Bail(1)
-        for k, j in enumerate(flat_index):
-            if j != j0 + c * k:
+        c = second[1] - j0
+        for k, s in enumerate(slots):
+            read = element.get(s)
+            if read is None or read[0] != base or read[1] != j0 + c * k:
                 raise _Bail(k)
         x = base
         if self.owner.slots[x].ndim != 1:
@@ -472,10 +634,6 @@ class _Group:
             x = self.flat[x]
         stop = j0 + c * self.m
         return self.emit(slice_p, (x,), (("slices", ((j0, stop if stop >= 0 else None, c),)),))
-
-    @staticmethod
-    def _bail(k: int) -> Any:
-        raise _Bail(k)
 
     def check_private(self, accumulators: set[int]) -> None:
         """Bail out when a value computed inside the group is read outside it, naming the
