@@ -304,3 +304,41 @@ def test_switch_off_and_near_linear_cost():
     t0 = time.perf_counter()
     assert rr.reroll(p) is p
     assert time.perf_counter() - t0 < 2.0
+
+
+def test_residuals_listed_then_np_array():
+    def residuals(x, t, y):
+        return np.array([y[i] - x[0] * np.exp(x[1] * t[i]) for i in range(len(t))])
+
+    def interleaved(x):
+        r = [x[0] - 1.0]
+        for i in range(len(x) - 1):
+            r.append(10 * (x[i + 1] - x[i] ** 2))
+            r.append(1 - x[i])
+        return np.array(r)
+
+    t, y = np.linspace(0, 1, 40), RNG.standard_normal(40)
+    x = np.array([0.7, -0.4])
+    for f, args, size in ((residuals, (t, y), 2), (interleaved, (), 25)):
+        x0 = x if size == 2 else RNG.standard_normal(size)
+        old = rr.REROLL
+        rr.REROLL = False
+        try:
+            p = _programs.Traced(f, [_programs.aval_of(np.asarray(a)) for a in (x0,) + args],
+                                 scalar=False).program
+        finally:
+            rr.REROLL = old
+        q = rr.reroll(p)
+        assert len(q.steps) < 20 < len(p.steps)
+        for _ in range(3):
+            xs = RNG.standard_normal(x0.shape)
+            np.testing.assert_array_equal(run(q, xs, *args), run(p, xs, *args))
+    # the jacobian of the re-rolled residuals, against the closed form
+    J = nad.jacobian(residuals, engine="numpy")(x, t, y)
+    e = np.exp(x[1] * t)
+    assert_close(J, np.stack([-e, -x[0] * t * e], axis=1), 1e-12, 1e-12, "jacobian")
+    # and the jacobian's sparsity pattern of the interleaved residuals: bidiagonal rows
+    P = nad.jacobian_sparsity(interleaved)(np.ones(6)).toarray().astype(bool)
+    J = nad.jacobian(interleaved, engine="numpy")(RNG.standard_normal(6))
+    assert P.shape == (11, 6) and np.all(P[J != 0])
+    assert P.sum() == 1 + 5 * 2 + 5  # x0-1; 10(x[i+1]-x[i]^2): two entries; 1-x[i]: one
