@@ -1,4 +1,5 @@
-"""The auto engine: NumPy first, numba once a program is hot; same results either way."""
+"""The auto engine's in-process path (no background worker): NumPy first, numba once a
+program is hot; same results either way. The background path: tests/test_tiered.py."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from newtonad.ad.transforms import value_and_grad_program
 
 
 def test_auto_engine_moves_a_hot_program_to_numba(monkeypatch):
+    monkeypatch.setenv("NEWTONAD_BACKGROUND", "0")  # compile in this process when hot
+    monkeypatch.setattr(auto, "SUBMIT_SECONDS", 0.0)
     program = value_and_grad_program(nad.trace(lambda x: np.sum(np.sin(x) * x[::-1]), np.ones(7)))
     tiers = []
     real_compile = auto.compile_program
@@ -33,18 +36,20 @@ def test_auto_engine_moves_a_hot_program_to_numba(monkeypatch):
     assert tiers == ["numba"]  # compiled once
 
 
-def test_default_engine_is_numba_and_chosen_per_call():
+def test_default_engine_is_auto_and_chosen_per_call():
     import os
 
     from newtonad import api
 
-    assert api.DEFAULT_ENGINE == os.environ.get("NEWTONAD_ENGINE", "numba")
+    assert api.DEFAULT_ENGINE == os.environ.get("NEWTONAD_ENGINE", "auto")
     x = np.array([0.3, 0.7])
     for engine in ("numpy", "auto"):
         assert np.allclose(nad.grad(lambda x: np.sum(x ** 3), engine=engine)(x), 3 * x ** 2)
 
 
 def test_auto_reusing_outputs_sibling(monkeypatch):
+    monkeypatch.setenv("NEWTONAD_BACKGROUND", "0")
+    monkeypatch.setattr(auto, "SUBMIT_SECONDS", 0.0)
     program = value_and_grad_program(nad.trace(lambda x: np.sum(x ** 3), np.ones(4)))
     run = compile_program(program, "auto")
     reusing = run.reusing_outputs()

@@ -1,20 +1,30 @@
 """Engines run Programs: a Program in, arrays out.
 
-``numba`` compiles fused kernels and is the API's default (``newtonad.api.DEFAULT_ENGINE``,
-set by the ``NEWTONAD_ENGINE`` environment variable); ``numpy`` is the reference
-evaluator (and :func:`compile_program`'s own default); ``auto`` starts a program on the
-reference evaluator and moves it to numba once it is hot. Engines are looked up by name
-so the API can take ``engine="numpy"`` and a compiled engine can plug in under the same
-programs.
+``auto`` is the API's default (``newtonad.api.DEFAULT_ENGINE``, set by the
+``NEWTONAD_ENGINE`` environment variable): a program runs on the reference evaluator at
+once while its numba kernel compiles in a background process, and moves to the kernel
+when it is ready (:mod:`.auto`, :mod:`.background`). ``numba`` compiles fused kernels
+before the first call returns; ``numpy`` is the reference evaluator (and
+:func:`compile_program`'s own default). Engines are looked up by name so the API can
+take ``engine="numpy"`` and a compiled engine can plug in under the same programs.
 
 Registration runs one way: this package knows the reference evaluator directly and the
 other engines by module name, imported on first use; an engine module registers itself
 here when imported (:func:`register`), and nothing here imports it back.
+
+:data:`TIMES` counts what compiling costs, so that reported solve times can leave it
+out: seconds spent making runners on the caller's path (:func:`compile_program`,
+including a numba compile that happens lazily in the middle of a solve), and seconds
+spent off it, in the background compiler. :func:`timings` gives a snapshot; the
+difference of two snapshots is what happened in between.
 """
 
 from __future__ import annotations
 
 import importlib
+import threading
+import time
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..program import Program
@@ -31,6 +41,65 @@ LAZY_ENGINES = {"numba": "newtonad.ad.engine.numba_engine",
                 "auto": "newtonad.ad.engine.auto"}
 
 
+@dataclass(frozen=True)
+class Timings:
+    """Seconds and counts of compilation, since the process started.
+
+    Attributes
+    ----------
+    compile_seconds : float
+        Spent making runners on the caller's path: numba lowering and compiling (or
+        loading from the disk cache), also when it happens lazily inside a call.
+    background_seconds : float
+        Spent by the background compiler's worker process (off the caller's path).
+    background_compiles : int
+        Kernels the worker compiled (or found in the disk cache).
+    handover_seconds : float
+        Spent in this process loading the kernels the worker compiled, in a background
+        thread (it shares the interpreter with the caller).
+    """
+
+    compile_seconds: float = 0.0
+    background_seconds: float = 0.0
+    background_compiles: int = 0
+    handover_seconds: float = 0.0
+
+    def __sub__(self, other: "Timings") -> "Timings":
+        return Timings(*(a - b for a, b in zip(self._values(), other._values())))
+
+    def _values(self) -> tuple:
+        return (self.compile_seconds, self.background_seconds,
+                self.background_compiles, self.handover_seconds)
+
+
+_TIMES = Timings()
+#: Engines whose runners are made without compiling (``auto`` compiles later, through
+#: ``numba``, which is counted then).
+_NOT_COMPILING = frozenset({"numpy", "auto"})
+_TIMES_LOCK = threading.Lock()
+_timing_depth = threading.local()
+
+
+def record(**increments: float) -> None:
+    """Add to the process's :class:`Timings` (field names as keywords)."""
+    global _TIMES
+    with _TIMES_LOCK:
+        _TIMES = replace(_TIMES, **{k: getattr(_TIMES, k) + v for k, v in increments.items()})
+
+
+def timings() -> Timings:
+    """A snapshot of the compilation :class:`Timings` so far (subtract two for a span).
+
+    Examples
+    --------
+    >>> from newtonad.ad import engine
+    >>> before = engine.timings()
+    >>> (engine.timings() - before).compile_seconds
+    0.0
+    """
+    return _TIMES
+
+
 def register(name: str, compile_fn: Callable[[Program], Runner]) -> None:
     """Make ``compile_fn(program) -> run(*inputs) -> tuple of outputs`` available by name."""
     ENGINES[name] = compile_fn
@@ -43,7 +112,18 @@ def compile_program(program: Program, engine: str = "numpy") -> Runner:
     if engine not in ENGINES:
         known = sorted(set(ENGINES) | set(LAZY_ENGINES))
         raise ValueError(f"unknown engine {engine!r}; available: {known}")
-    return ENGINES[engine](program)
+    if engine in _NOT_COMPILING:  # nothing compiled here: nothing to count
+        return ENGINES[engine](program)
+    depth = getattr(_timing_depth, "n", 0)
+    _timing_depth.n = depth + 1  # an engine that compiles through another counts once
+    start = time.perf_counter()
+    try:
+        return ENGINES[engine](program)
+    finally:
+        _timing_depth.n = depth
+        if depth == 0:
+            record(compile_seconds=time.perf_counter() - start)
 
 
-__all__ = ["ENGINES", "LAZY_ENGINES", "Runner", "compile_program", "register"]
+__all__ = ["ENGINES", "LAZY_ENGINES", "Runner", "Timings", "compile_program", "record",
+           "register", "timings"]

@@ -25,16 +25,23 @@ instead of planning and generating the kernel again. It is checked before use â€
 archive's CRCs, its format, its specs against the program's, and the kernel source
 against the digest in its module name â€” and anything that does not match is treated as
 absent: the kernel is lowered and compiled again, never loaded wrong.
+
+A cache directory that cannot be written (a read-only file system, a path through a
+file) does not stop compilation: kernels then go to a private temporary directory,
+removed when the process exits (:func:`effective_cache_dir`), and are not kept for later
+processes.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import importlib.util
 import json
 import os
 import platform
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -62,6 +69,29 @@ def cache_dir() -> Path:
     if sys.platform == "darwin":
         return Path.home() / "Library" / "Caches" / "newtonad"
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "newtonad"
+
+
+@functools.lru_cache(maxsize=8)
+def _usable(root: Path) -> Path:
+    """``root`` if its kernel directory can be created and written, else a private
+    temporary directory (removed at exit)."""
+    try:
+        kernels = root / "kernels"
+        kernels.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=kernels, prefix=".probe", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+        return root
+    except OSError:
+        private = Path(tempfile.mkdtemp(prefix="newtonad-cache-"))
+        atexit.register(shutil.rmtree, private, ignore_errors=True)
+        return private
+
+
+def effective_cache_dir() -> Path:
+    """Where kernels are written and read: :func:`cache_dir`, or a private temporary
+    directory for this process when that cannot be written (see the module docstring)."""
+    return _usable(cache_dir())
 
 
 @functools.lru_cache(maxsize=1)
@@ -124,7 +154,7 @@ def _write_atomic(path: Path, write: Callable[[IO], None], mode: str = "w") -> N
 
 def ensure_source(source: str) -> tuple[str, Path]:
     """Write ``source`` into the cache (unless an identical file is there already)."""
-    directory = cache_dir() / "kernels"
+    directory = effective_cache_dir() / "kernels"
     directory.mkdir(parents=True, exist_ok=True)
     name = module_name(source)
     path = directory / f"{name}.py"
@@ -199,7 +229,7 @@ def meta_path(program: Program, options: Any) -> Path:
     """Where the metadata of ``program``'s kernel lowered with ``options`` lives (for this
     environment and engine)."""
     digest = _digest(environment_tag(), engine_fingerprint(), options.key, program.key)
-    return cache_dir() / "kernels" / f"newtonad_meta_{digest}.meta.npz"
+    return effective_cache_dir() / "kernels" / f"newtonad_meta_{digest}.meta.npz"
 
 
 def _specs(specs: Any) -> list[Spec]:

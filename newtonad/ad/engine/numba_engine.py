@@ -41,6 +41,8 @@ from . import numba_cache as cache
 from . import numba_threads, numpy_eval, register
 from .numba_buffers import aligned_array
 from .options import LoweringOptions
+from .runner_contract import check_outputs
+from .runner_contract import coerce_input as _coerce
 
 if TYPE_CHECKING:  # the planner and code generator are imported only to lower a program
     from .numba_codegen import Kernel
@@ -182,16 +184,6 @@ def load(kernel: Kernel, name_path: tuple[str, Any] | None = None):
     raise AssertionError("unreachable")
 
 
-def _coerce(a: Any, shape: tuple[int, ...], dtype: np.dtype, what: str) -> np.ndarray:
-    arr = np.asarray(a)
-    if arr.shape != shape:
-        raise ValueError(f"{what} has shape {arr.shape}, but this compiled program takes shape "
-                         f"{shape}; call the API again to trace it at the new shape")
-    if arr.dtype != dtype and not np.can_cast(arr.dtype, dtype, casting="same_kind"):
-        raise TypeError(f"{what} has dtype {arr.dtype}, but this compiled program takes {dtype}")
-    return np.asarray(arr, dtype=dtype, order="C")
-
-
 #: Outputs of at least this many bytes are allocated cache-line aligned (see aligned_array).
 _ALIGN_FROM_BYTES = 4096
 
@@ -213,14 +205,15 @@ PARALLEL_LOCK = threading.Lock()
 
 
 def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any = None,
-                reuse: bool = False,
-                arenas: list[np.ndarray] | None = None) -> Callable[..., tuple]:
+                reuse: bool = False, arenas: list[np.ndarray] | None = None,
+                outputs: tuple[np.ndarray, ...] | None = None) -> Callable[..., tuple]:
     """The Python wrapper around a compiled kernel: checks inputs, provides outputs.
 
-    Outputs are fresh arrays per call, or with ``reuse`` the same arrays every call.
-    ``run.reusing_outputs()`` gives a second runner of the same kernel that reuses its
-    own outputs, so opting in never changes what other holders of ``run`` receive.
-    ``arenas`` (the intermediates' buffers) are shared with such siblings;
+    Outputs are fresh arrays per call, or with ``reuse`` the same arrays every call
+    (``outputs``, when given: arrays of the outputs' shapes and dtypes, C-contiguous).
+    ``run.reusing_outputs(outputs=None)`` gives a second runner of the same kernel that
+    reuses its own outputs, so opting in never changes what other holders of ``run``
+    receive. ``arenas`` (the intermediates' buffers) are shared with such siblings;
     ``dispatcher`` and ``path`` (numba's dispatcher, the kernel's source file) are kept
     on the runner for inspection.
     """
@@ -240,7 +233,7 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
     for j, (shape, dtype) in enumerate(out_specs):
         ns[f"OS{j}"], ns[f"OD{j}"] = shape, dtype
         if reuse:
-            ns[f"R{j}"] = aligned_array(shape, dtype)
+            ns[f"R{j}"] = aligned_array(shape, dtype) if outputs is None else outputs[j]
             provide.append(f"R{j}")
         elif int(np.prod(shape)) * dtype.itemsize >= _ALIGN_FROM_BYTES:
             provide.append(f"aligned(OS{j}, OD{j})")
@@ -255,18 +248,7 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
     for n, a in enumerate(arenas):
         ns[f"A{n}"] = a
 
-    def check_out(out: Any) -> tuple:
-        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-        if len(out) != n_out:
-            raise ValueError(f"out= needs {n_out} arrays, got {len(out)}")
-        for j, (a, (shape, dtype)) in enumerate(zip(out, out_specs)):
-            if not (isinstance(a, np.ndarray) and a.shape == shape and a.dtype == dtype
-                    and a.flags.c_contiguous and a.flags.writeable):
-                raise ValueError(f"out[{j}] must be a writeable C-contiguous {dtype} array "
-                                 f"of shape {shape}")
-        return out
-
-    ns["check_out"] = check_out
+    ns["check_out"] = functools.partial(check_outputs, specs=tuple(out_specs))
     outs = ", ".join(f"o{j}" for j in range(n_out))
     src = _RUNNER_TEMPLATE.format(
         params="".join(f"x{j}, " for j in range(n_in)),
@@ -280,9 +262,22 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
     run.kernel, run.dispatcher, run.path = fn, dispatcher, path
     run.source = kernel.source
     run.n_inputs = n_in
-    run.reusing_outputs = lambda: make_runner(fn, kernel, dispatcher, path, reuse=True,
-                                              arenas=arenas)
+    run.out_specs = tuple(out_specs)
+    run.reusing_outputs = lambda outputs=None: make_runner(fn, kernel, dispatcher, path,
+                                                           reuse=True, arenas=arenas,
+                                                           outputs=outputs)
     return run
+
+
+def load_cached(program: Program,
+                options: LoweringOptions | None = None) -> Callable[..., tuple] | None:
+    """The runner of ``program`` from the disk cache alone: never lowers or compiles.
+
+    ``None`` if the cache has no usable entry for ``program`` and ``options`` (default:
+    :meth:`LoweringOptions.current`). The background compiler's hand-over: a worker
+    process compiles and writes the entry, this process loads it.
+    """
+    return _load_cached(program, options or LoweringOptions.current())
 
 
 def _load_cached(program: Program, options: LoweringOptions) -> Callable[..., tuple] | None:
@@ -337,4 +332,5 @@ def _compile(program: Program, options: LoweringOptions) -> Callable[..., tuple]
 
 register("numba", compile_program)
 
-__all__ = ["NumbaFallbackWarning", "compile_program", "lower", "source", "make_runner"]
+__all__ = ["NumbaFallbackWarning", "check_outputs", "compile_program", "load_cached", "lower",
+           "make_runner", "source"]
