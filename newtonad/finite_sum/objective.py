@@ -47,6 +47,8 @@ from .worker import (
 
 __all__ = ["FiniteSum", "FiniteSumTimeout"]
 
+#: seconds to connect to a worker on the direct path before falling back to tasks
+_CONNECT_TIMEOUT = 2.0
 #: identity frames for ``hess`` go in blocks of at most this many columns
 _HESS_BLOCK = 256
 
@@ -257,8 +259,17 @@ class FiniteSum:
         no_kwargs = pickle.dumps({})
 
         async def call(address: str, payload: bytes) -> Any:
-            return await self.client.rpc(address).run(function=fn, args=payload,
-                                                      kwargs=no_kwargs, wait=True)
+            from distributed.core import send_recv
+
+            pool = self.client.rpc
+            # a short connect timeout: a killed worker refuses at once, and Dask would
+            # retry the refused connection for its whole connect timeout (30 s)
+            comm = await pool.connect(address, timeout=_CONNECT_TIMEOUT)
+            try:
+                return await send_recv(comm=comm, op="run", function=fn, args=payload,
+                                       kwargs=no_kwargs, wait=True)
+            finally:
+                pool.reuse(address, comm)
 
         calls = [call(a, p) for a, p in payloads.items()]
         try:
