@@ -14,8 +14,11 @@ the hook :func:`_constraint_derivatives` — only for the methods that use them
 (SLSQP and trust-constr take Jacobians, only trust-constr a Hessian). A
 constraint that cannot be traced (``float(x[0])``, a value-dependent ``if``)
 keeps working as in scipy: its Jacobian is left to scipy's finite
-differences, with a :class:`ConstraintFallbackWarning` saying why. An ``x0``
-of any shape is flattened for scipy and the result reshaped back.
+differences, with a :class:`ConstraintFallbackWarning` saying why. trust-constr
+gets the objective's sparse Hessian (one coloured HVP frame per iterate) instead of
+Hessian-vector products when the pattern is sparse, as trust-exact does
+(:func:`_sparse_trust_constr_hess`). An ``x0`` of any shape is flattened for scipy
+and the result reshaped back.
 """
 
 from __future__ import annotations
@@ -348,6 +351,30 @@ def _derivative_kwargs(objective: Any, meth: str, flat: _Flat, method: Any) -> d
     return {name: value for name, value in kwargs.items() if value is not None}
 
 
+def _sparse_trust_constr_hess(objective: Any, flat: _Flat, x0: np.ndarray,
+                              options: Optional[dict]) -> Optional[Callable]:
+    """trust-constr's ``hess``: the objective's sparse Hessian when its pattern is sparse.
+
+    scipy's trust-constr applies ``hess(x)`` to many vectors per iterate (projected CG),
+    and takes it as a sparse matrix: one coloured HVP frame per iterate
+    (``Objective.sparse_hess``) then makes every product a sparse mat-vec instead of
+    an HVP pass. The choice is trust-exact's (:func:`.sparse_exact.use_sparse_hessian`):
+    for an ``Objective(f, sparse=True)`` or above the dense limit, when the pattern has
+    at most 20% non-zeros. ``None`` keeps the Hessian-vector products otherwise, and for
+    objectives that give no sparse Hessian (callables of the caller, finite differences).
+    """
+    if getattr(objective, "sparse_hess", None) is None:
+        return None
+    from .problem import FlatProblem
+    from .sparse_exact import use_sparse_hessian
+
+    problem = FlatProblem(objective, flat.shape)
+    disp = bool((options or {}).get("disp", False))
+    if not use_sparse_hessian(problem, x0.reshape(-1), disp):
+        return None
+    return problem.sparse_hess
+
+
 def _flat_matrix(h: Any, n: int) -> Any:
     """A Hessian as scipy wants it: (n, n) dense, or the sparse matrix / operator as is."""
     if issparse(h) or isinstance(h, LinearOperator):
@@ -380,6 +407,12 @@ def minimize_with_scipy(objective: Any, x0: np.ndarray, method: Any, *, tol: Opt
     flat = _Flat(x0.shape)
     meth = "_custom" if callable(method) else method
     kwargs = _derivative_kwargs(objective, meth, flat, method)
+    given = getattr(objective, "given", {})
+    if meth == "trust-constr" and given.get("hess") is None and given.get("hessp") is None:
+        sparse_hess = _sparse_trust_constr_hess(objective, flat, x0, options)
+        if sparse_hess is not None:
+            kwargs.pop("hessp", None)
+            kwargs["hess"] = sparse_hess
     if bounds is not None:
         kwargs["bounds"] = _prepare_bounds(bounds, flat)
     cons = _prepare_constraints(constraints, meth, flat, x0.ravel())
