@@ -524,13 +524,30 @@ def _traced_plain(f: Callable, x: Any, args: Sequence[Any], scalar: bool, what: 
 
 
 def _scalar_program(f: Callable, x: Any, args: Sequence[Any], what: str):
-    x_, args_, traced = _traced_plain(f, x, args, scalar=False, what=what)
-    shapes = [s.shape for s in traced.program.out_slots]
-    if shapes != [()]:
-        raise ValueError(f"{what} needs a function with one scalar output, got output "
-                         f"shapes {shapes}; reduce it (e.g. np.sum) or use "
-                         f"jacobian(f, sparse=True)")
-    return x_, args_, traced
+    # Traced as the dense hessian / hvp trace it: a tuple or list is refused as not
+    # scalar (not stacked into an array), one entry in an array counts as a scalar.
+    try:
+        return _traced_plain(f, x, args, scalar=True, what=what)
+    except ValueError:
+        shape = _array_output_shape(f, x, args)
+        if shape is None or shape == ():  # f's own error, or the tracer's
+            raise
+        instead = ("jacobian_sparsity(f)" if what == "hessian_sparsity"
+                   else "jacobian(f, sparse=True)")
+        name = getattr(f, "__name__", type(f).__name__)
+        raise ValueError(f"{what} needs a function with one scalar output, but {name} "
+                         f"returned an array of shape {shape}; reduce it to a scalar (e.g. "
+                         f"np.sum), or use {instead} for the derivatives of a "
+                         f"vector-valued function") from None
+
+
+def _array_output_shape(f: Callable, x: Any, args: Sequence[Any]) -> tuple | None:
+    """The shape of ``f``'s one array output, or None if it has none (error path only)."""
+    try:
+        traced = traced_at(f, as_point(x), tuple(as_data(a) for a in args), scalar=False)
+    except (TypeError, ValueError):
+        return None
+    return tuple(traced.program.out_slots[0].shape)
 
 
 def _array_program(f: Callable, x: Any, args: Sequence[Any], what: str):
