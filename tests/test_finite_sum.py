@@ -62,7 +62,7 @@ def in_memory(term, X, y, regularizer=None):
 def client():
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                            dashboard_address=":0", scheduler_port=0)
-    client = Client(cluster)
+    client = Client(cluster, set_as_default=False)  # FiniteSum must not need a default
     yield client
     client.close()
     cluster.close()
@@ -318,8 +318,8 @@ def test_bad_arguments(data):
 # ---- clients and lifetime ---------------------------------------------------------------------
 
 def test_current_client_is_used_and_left_open(client, data):
-    with nad.FiniteSum(logistic, data=data, engine=ENGINE) as fs:  # client=None
-        assert fs.client is client
+    with client.as_current(), nad.FiniteSum(logistic, data=data, engine=ENGINE) as fs:
+        assert fs.client is client  # client=None: the current client
         assert np.isfinite(fs.fun(np.zeros(COLS)))
     assert client.status == "running"
     with pytest.raises(RuntimeError, match="closed"):

@@ -236,7 +236,8 @@ class FiniteSum:
             self.stats["bytes_sent"] += sent
         top = reduce_in_tree(self.client, futures, self.split_every)
         try:
-            wait(top, timeout=self.timeout)
+            with self.client.as_current():  # wait() asks for the default client
+                wait(top, timeout=self.timeout)
         except TimeoutError:
             pending = sum(not f.done() for f in top)
             self.client.cancel(futures + top)
@@ -514,7 +515,7 @@ class FiniteSum:
                 self.client.run(forget_term, self._spec.name)
         except Exception:  # noqa: BLE001 - workers already gone: nothing left to forget
             pass
-        self._blocks = self._futures = []  # type: ignore[assignment]
+        self._blocks = self._futures = []
         self._layout = None
         if self._finalizer is not None:
             self._finalizer()
