@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 import newtonad
@@ -298,6 +299,59 @@ def test_demo_reports_solver_errors(capsys, monkeypatch):
                        "--no-scipy")
     assert code == 1
     assert "RuntimeError: boom" in out
+
+
+def test_demo_least_squares_row_on_problems_with_residuals(capsys):
+    from newtonad import problems
+
+    code, out, _ = run(capsys, "demo", "--problems", "bard", "rosenbrock", "--methods",
+                       "trust-ncg", "least-squares")
+    assert code == 0
+    assert max(map(len, out.splitlines())) <= 120
+    table = out.split("f: final value")[0]
+    rows = [line for line in table.splitlines() if "least-squares" in line]
+    assert len(rows) == 1  # bard is a sum of squares of residuals, rosenbrock is not here
+    bard = table.splitlines().index(rows[0])
+    assert table.splitlines()[bard - 1].startswith("bard")
+    cells = rows[0].split()
+    fstar = problems.get("bard").fstar
+    assert abs(float(cells[1]) - fstar) <= 1e-5 * max(1.0, fstar)  # solved, no * mark
+    # least-squares, then f nit nfev per solver (no nhev): finite differences cost evaluations
+    assert len(cells) == 7 and int(cells[6]) > int(cells[3])
+    assert re.search(r"^least-squares +newtonad.least_squares +1/1 ", out, re.M)
+    assert re.search(r"^least-squares +scipy, jac='2-point' +1/1 ", out, re.M)
+    assert "jac='2-point'" in out.split("f: final value")[1]
+
+
+def test_demo_least_squares_alone_skips_problems_without_residuals(capsys):
+    code, out, _ = run(capsys, "demo", "--problems", "rosenbrock", "--methods", "least-squares")
+    assert code == 0
+    assert "rosenbrock" not in out.split("f: final")[0]
+    assert not re.search(r"^ *least-squares +(newtonad|scipy|\d)", out, re.M)  # no row, no summary
+
+
+def test_demo_least_squares_counts_every_residual_evaluation():
+    """scipy's trf leaves its finite-difference evaluations out of nfev; the demo does not."""
+    import types
+
+    from newtonad import problems
+    from newtonad.cli.runs import solve_least_squares
+
+    bard = problems.get("bard")
+    calls = []
+
+    def residuals(x):
+        calls.append(1)
+        return bard.residuals(x)
+
+    problem = types.SimpleNamespace(name="bard", n=bard.n, fstar=bard.fstar, x0=bard.x0,
+                                    residuals=residuals)
+    result = solve_least_squares(problem, "scipy:least-squares")
+    assert result.error is None and result.nfev == len(calls)
+    assert result.fun == pytest.approx(float(np.sum(bard.residuals(result.x) ** 2)), rel=1e-12)
+    native = solve_least_squares(problem, "least-squares", engine="numpy")
+    assert native.fun == pytest.approx(bard.fstar, rel=1e-5) and native.nhev == 0
+    np.testing.assert_allclose(native.x, result.x, rtol=1e-4)
 
 
 # ---- bench and problems -------------------------------------------------------------------

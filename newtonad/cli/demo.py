@@ -3,7 +3,10 @@
 For each problem and method the table shows the final f, iterations, value-and-
 gradient passes and Hessian-vector products of ``newtonad.minimize`` and of scipy's
 method of the same name fed with newtonad's ``jac`` and ``hessp`` (``hess`` for
-trust-exact); ``--wide`` adds f* and the time of every run. Tracing and
+trust-exact); ``--wide`` adds f* and the time of every run. Problems written from
+residuals (``Problem.residuals``) get a ``least-squares`` row too:
+``newtonad.least_squares`` (exact Jacobians) beside ``scipy.optimize.least_squares``
+with ``jac="2-point"``, counting Jacobians and residual evaluations. Tracing and
 compilation happen in a warm-up before the timed runs. The text table fits in 120
 columns unless ``--wide`` is given; markdown tables always have every column.
 """
@@ -21,7 +24,15 @@ from .catalog import load_problem
 from .errors import UsageError
 from .methods import COMPARED_METHODS, NATIVE_METHODS, suggest
 from .progress import Progress
-from .runs import SOLVED_RTOL, Run, solve, warm_up
+from .runs import (
+    LEAST_SQUARES,
+    SOLVED_RTOL,
+    Run,
+    solve,
+    solve_least_squares,
+    warm_up,
+    warm_up_least_squares,
+)
 from .table import Column, Table, fmt_float
 
 __all__ = ["add_parser", "run", "counts_as_solved", "TEXT_WIDTH"]
@@ -36,6 +47,9 @@ DEMO_ENGINE = "numpy"
 #: the text output (without --wide) fits in this many columns
 TEXT_WIDTH = 120
 _IMPLS = ("native", "scipy")
+#: what the demo runs by default: the native methods, then least squares where it applies
+DEMO_METHODS = (*COMPARED_METHODS, LEAST_SQUARES)
+_METHOD_WIDTH = max(map(len, DEMO_METHODS))
 
 
 def add_parser(sub: Any) -> None:
@@ -47,8 +61,9 @@ def add_parser(sub: Any) -> None:
                                    "compare final values, iterations and evaluations.")
     p.add_argument("--problems", nargs="+", metavar="NAME",
                    help="only these problems (default: all; see `newtonad problems`)")
-    p.add_argument("--methods", nargs="+", metavar="M", default=list(COMPARED_METHODS),
-                   help=f"methods to compare (default: {' '.join(COMPARED_METHODS)})")
+    p.add_argument("--methods", nargs="+", metavar="M", default=list(DEMO_METHODS),
+                   help=f"methods to compare (default: {' '.join(DEMO_METHODS)}; "
+                        f"{LEAST_SQUARES} runs on the problems written from residuals)")
     p.add_argument("--n", type=positive_int, metavar="N",
                    help="size of the scalable problems (default: each problem's own)")
     p.add_argument("--no-scipy", action="store_true", help="skip the scipy comparison")
@@ -77,9 +92,10 @@ def _methods(names: Sequence[str]) -> list[str]:
     out = []
     for name in names:
         meth = name.lower()
-        if meth not in NATIVE_METHODS:
-            raise UsageError(f"unknown method {name!r}{suggest(meth, list(NATIVE_METHODS))}; "
-                             f"demo compares the native methods: {', '.join(NATIVE_METHODS)}")
+        if meth not in DEMO_METHODS:
+            raise UsageError(f"unknown method {name!r}{suggest(meth, list(DEMO_METHODS))}; "
+                             f"demo compares the native methods: {', '.join(NATIVE_METHODS)}, "
+                             f"and {LEAST_SQUARES}")
         out.append(meth)
     return out
 
@@ -109,7 +125,8 @@ def _cells(run: Optional[Run], wide: bool) -> list[Any]:
     if run.error is not None:
         return ["error", "", "", ""] + time
     mark = "" if counts_as_solved(run) else "*"
-    return [fmt_float(run.fun, 2) + mark, run.nit, run.nfev, run.nhev] + time
+    nhev = "" if run.method.endswith(LEAST_SQUARES) else run.nhev  # no Hessian there
+    return [fmt_float(run.fun, 2) + mark, run.nit, run.nfev, nhev] + time
 
 
 @dataclass
@@ -149,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     name_width = max([7] + [len(p.name) for p in problem_list])
     columns = [Column("problem", name_width, "<"), Column("n", 5)]
     columns += [Column("f*", 9)] if wide else []
-    columns += [Column("method", 12, "<")]
+    columns += [Column("method", _METHOD_WIDTH, "<")]
     for impl in impls:
         columns += _group(groups[impl], wide)
     table = Table(columns, args.format)
@@ -170,12 +187,19 @@ def run(args: argparse.Namespace) -> int:
         for problem in problem_list:
             bar.update(f"{problem.name}: tracing")
             dense = "trust-exact" in methods and problem.n <= _DENSE_LIMIT
+            lsq = LEAST_SQUARES in methods and problem.residuals is not None
             try:
                 warmup_time += warm_up(problem.fun, problem.x0, engine=engine, dense=dense)
+                if lsq:
+                    warmup_time += warm_up_least_squares(problem.residuals, problem.x0,
+                                                         engine=engine)
             except Exception as exc:  # noqa: BLE001  (reported per run below)
                 bar.write(f"warning: {problem.name}: warm-up failed: {exc}", sys.stderr)
-            rows = []
-            for i, meth in enumerate(methods):
+            rows: list[str] = []
+            for meth in methods:
+                if meth == LEAST_SQUARES and not lsq:
+                    bar.advance(len(impls))  # not a sum of squares: no row
+                    continue
                 runs: dict[str, Optional[Run]] = {}
                 for impl in impls:
                     if meth == "trust-exact" and problem.n > _DENSE_LIMIT:
@@ -184,7 +208,10 @@ def run(args: argparse.Namespace) -> int:
                         continue
                     bar.update(f"{problem.name}: {meth} ({impl})")
                     name = meth if impl == "native" else f"scipy:{meth}"
-                    result = solve(problem, name, engine=engine)
+                    if meth == LEAST_SQUARES:
+                        result = solve_least_squares(problem, name, engine=engine)
+                    else:
+                        result = solve(problem, name, engine=engine)
                     runs[impl] = result
                     tallies[meth, impl].add(result)
                     if result.error is not None:
@@ -195,14 +222,15 @@ def run(args: argparse.Namespace) -> int:
                 elif len(impls) == 2:
                     fewer[meth][1] += 1
                     fewer[meth][0] += runs["native"].nit <= runs["scipy"].nit
-                first = i == 0 or args.format == "markdown"
+                first = not rows or args.format == "markdown"
                 row = [problem.name if first else "", problem.n if first else ""]
                 row += [fmt_float(problem.fstar, 2) if first else ""] if wide else []
                 row += [meth]
                 for impl in impls:
                     row += _cells(runs[impl], wide)
                 rows.append(table.row(row))
-            bar.write("\n".join(rows), out)
+            if rows:
+                bar.write("\n".join(rows), out)
         total = bar.elapsed()
 
     unknown = [p.name for p in problem_list if p.fstar is None]
@@ -211,14 +239,19 @@ def run(args: argparse.Namespace) -> int:
                if unknown else "")
             + "; nfev: value+gradient passes; nhev: Hessian-vector products; "
             + ("time: seconds, " if wide else "times: ")
-            + f"excluding {warmup_time:.1f} s of tracing and compiling done beforehand.")
+            + f"excluding {warmup_time:.1f} s of tracing and compiling done beforehand."
+            + (f" {LEAST_SQUARES} (problems written from residuals): newtonad.least_squares"
+               " with exact Jacobians beside scipy.optimize.least_squares with "
+               "jac='2-point'; nit: Jacobians, nfev: residual evaluations (scipy's "
+               "n per finite-difference Jacobian included)." if LEAST_SQUARES in methods
+               else ""))
     print("", file=out)
     print(_wrap(note, args.format), file=out)
     if skipped:
         print(f"not run (a dense Hessian above n = {_DENSE_LIMIT}): {'; '.join(skipped)}",
               file=out)
     _summary(tallies, methods, impls, groups, args.format, out)
-    if len(impls) == 2:
+    if len(impls) == 2 and any(c for _, c in fewer.values()):
         line = "outer iterations no more than scipy's same-named method: " + ", ".join(
             f"{m} {w}/{c}" for m, (w, c) in fewer.items() if c)
         print("\n" + _wrap(line, args.format), file=out)
@@ -238,14 +271,19 @@ def _wrap(text: str, fmt: str) -> str:
 
 def _summary(tallies: dict, methods: list[str], impls: list[str], groups: dict, fmt: str,
              out: Any) -> None:
-    table = Table([Column("method", 12, "<"), Column("solver", 28, "<"),
+    table = Table([Column("method", _METHOD_WIDTH, "<"), Column("solver", 28, "<"),
                    Column("solved", 9), Column("errors", 6), Column("nit", 7),
                    Column("nfev", 7), Column("nhev", 9), Column("time", 8)], fmt)
+    least_squares = {"native": "newtonad.least_squares", "scipy": "scipy, jac='2-point'"}
     print("", file=out)
     for line in table.header():
         print(line, file=out)
     for meth in methods:
+        lsq = meth == LEAST_SQUARES
         for impl in impls:
             t = tallies[meth, impl]
-            print(table.row([meth, groups[impl], f"{t.solved}/{t.runs}", t.errors, t.nit,
-                             t.nfev, t.nhev, f"{t.time:.2f}"]), file=out)
+            if lsq and not t.runs:
+                continue  # no problem written from residuals in this set
+            print(table.row([meth, (least_squares if lsq else groups)[impl],
+                             f"{t.solved}/{t.runs}", t.errors, t.nit, t.nfev,
+                             "" if lsq else t.nhev, f"{t.time:.2f}"]), file=out)

@@ -17,10 +17,15 @@ import numpy as np
 
 from .methods import load_minimize
 
-__all__ = ["Run", "solve", "warm_up", "SOLVED_RTOL"]
+__all__ = ["CompileClock", "Prep", "Run", "prepare", "solve", "warm_up", "SOLVED_RTOL",
+           "LEAST_SQUARES", "solve_least_squares", "warm_up_least_squares"]
 
 #: a run "solved" a problem when f <= f* + SOLVED_RTOL * max(1, |f*|)
 SOLVED_RTOL = 1e-5
+
+#: the demo's name for ``newtonad.least_squares`` (``"scipy:least-squares"``: scipy's own
+#: ``least_squares`` with ``jac="2-point"``)
+LEAST_SQUARES = "least-squares"
 
 _SCIPY_HESSP = frozenset({"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"})
 _SCIPY_HESS = frozenset({"dogleg", "trust-exact"})
@@ -42,8 +47,14 @@ class Run:
     nit, nfev, nhev : int
         Iterations, value-and-gradient passes, Hessian-vector products.
     time : float
-        Wall-clock seconds of the solve (tracing and compilation excluded when
-        :func:`warm_up` ran first).
+        Wall-clock seconds of the solve, less :attr:`compile_time` (tracing and
+        compiling before it are excluded when :func:`warm_up` ran first).
+    compile_time : float
+        Seconds the engine spent compiling on the solver's path during the run (a
+        kernel compiled lazily in the first iteration, say); not part of ``time``.
+    background_compiles, background_time : int, float
+        Kernels the ``auto`` engine had compiled in its worker process during the run,
+        and the worker's seconds: off the solver's path, so not subtracted.
     success : bool
         The solver's own verdict.
     message : str
@@ -68,6 +79,9 @@ class Run:
     message: str = ""
     error: Optional[str] = None
     x: Optional[np.ndarray] = field(default=None, repr=False)
+    compile_time: float = 0.0
+    background_compiles: int = 0
+    background_time: float = 0.0
 
     @property
     def solved(self) -> Optional[bool]:
@@ -85,12 +99,65 @@ def _objective(fun: Callable, engine: Optional[str]) -> Any:
     return nad.Objective(fun, engine=engine)
 
 
-def warm_up(fun: Callable, x0: np.ndarray, *, engine: Optional[str] = None,
-            dense: bool = False) -> float:
-    """Trace and compile ``fun``'s derived programs at ``x0``; return the seconds it took.
+class CompileClock:
+    """Wall time of a block, with the engine's compile time during it told apart.
+
+    ``seconds`` is the wall time less ``compile_seconds``, the time the engine spent
+    compiling on this thread's path (:func:`newtonad.ad.engine.timings`); ``background``
+    is what the engine's background compiler did meanwhile.
+
+    Examples
+    --------
+    >>> with CompileClock() as clock:
+    ...     pass
+    >>> clock.compile_seconds
+    0.0
+    """
+
+    def __enter__(self) -> "CompileClock":
+        from newtonad.ad import engine
+
+        self._before = engine.timings()
+        self._start = time.perf_counter()
+        self.wall = self.compile_seconds = self.seconds = 0.0
+        self.background: Any = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from newtonad.ad import engine
+
+        self.wall = time.perf_counter() - self._start
+        self.background = engine.timings() - self._before
+        self.compile_seconds = min(self.wall, self.background.compile_seconds)
+        self.seconds = self.wall - self.compile_seconds
+
+    def charge(self, run: "Run") -> None:
+        """Put the block's times on ``run``."""
+        run.time, run.compile_time = self.seconds, self.compile_seconds
+        run.background_compiles = int(self.background.background_compiles)
+        run.background_time = float(self.background.background_seconds)
+
+
+@dataclass
+class Prep:
+    """What :func:`prepare` cost: ``seconds`` in all, of which ``compile_seconds``
+    compiling (the rest traces and derives programs and runs them once)."""
+
+    seconds: float
+    compile_seconds: float
+
+    @property
+    def trace_seconds(self) -> float:
+        return self.seconds - self.compile_seconds
+
+
+def prepare(fun: Callable, x0: np.ndarray, *, engine: Optional[str] = None,
+            dense: bool = False) -> Prep:
+    """Trace, derive and compile ``fun``'s programs at ``x0``; return what it cost.
 
     Later Objectives of the same function reuse the compiled programs, so the
-    timed runs measure solving, not tracing.
+    timed runs measure solving, not tracing. (With the ``auto`` engine kernels are
+    compiled in the background, when the solve makes programs hot.)
 
     Parameters
     ----------
@@ -100,13 +167,19 @@ def warm_up(fun: Callable, x0: np.ndarray, *, engine: Optional[str] = None,
     dense : bool
         Also build the dense Hessian (the identity frame trust-exact uses).
     """
-    start = time.perf_counter()
-    obj = _objective(fun, engine)
-    obj.value_and_grad(x0)
-    obj.hessp(x0, np.ones_like(x0))
-    if dense:
-        obj.hess(x0)
-    return time.perf_counter() - start
+    with CompileClock() as clock:
+        obj = _objective(fun, engine)
+        obj.value_and_grad(x0)
+        obj.hessp(x0, np.ones_like(x0))
+        if dense:
+            obj.hess(x0)
+    return Prep(clock.wall, clock.compile_seconds)
+
+
+def warm_up(fun: Callable, x0: np.ndarray, *, engine: Optional[str] = None,
+            dense: bool = False) -> float:
+    """:func:`prepare`, returning only the seconds it took in all."""
+    return prepare(fun, x0, engine=engine, dense=dense).seconds
 
 
 def _scipy_minimize(obj: Any, x0: np.ndarray, method: str, tol: Optional[float],
@@ -154,9 +227,8 @@ def solve(problem: Any, method: str, *, engine: Optional[str] = None, tol: Optio
     obj = _objective(problem.fun, engine)
     options = dict(options or {})
     minimize = load_minimize()
-    start = time.perf_counter()
     try:
-        with warnings.catch_warnings():
+        with CompileClock() as clock, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. scipy's "maximum iterations" warnings
             if method.startswith("scipy:"):
                 res = _scipy_minimize(obj, problem.x0.copy(), method[len("scipy:"):], tol,
@@ -165,17 +237,84 @@ def solve(problem: Any, method: str, *, engine: Optional[str] = None, tol: Optio
                 res = minimize(obj, problem.x0.copy(), method=method, tol=tol, options=options,
                                callback=callback)
     except Exception as exc:  # noqa: BLE001  (a failing solver is a result to report)
-        run.time = time.perf_counter() - start
+        clock.charge(run)
         run.error = f"{type(exc).__name__}: {exc}"
         run.message = run.error
         return run
-    run.time = time.perf_counter() - start
+    clock.charge(run)
     run.fun = float(res.fun)
     run.x = np.asarray(res.x)
     jac = res.get("jac")
     run.gnorm = float(np.linalg.norm(jac)) if jac is not None else math.nan
     run.nit = int(res.get("nit", 0))
     run.nfev, run.nhev = int(obj.nfev), int(obj.nhev)
+    run.success = bool(res.success)
+    run.message = str(res.message)
+    return run
+
+
+def warm_up_least_squares(residuals: Callable, x0: np.ndarray, *,
+                          engine: Optional[str] = None) -> float:
+    """Trace ``residuals``' identity jvp frame (the dense Jacobian of a small problem)."""
+    import newtonad as nad
+
+    start = time.perf_counter()
+    nad.jvp(residuals, x0, np.eye(x0.size).reshape(x0.shape + (x0.size,)), engine=engine)
+    return time.perf_counter() - start
+
+
+def solve_least_squares(problem: Any, method: str = LEAST_SQUARES, *,
+                        engine: Optional[str] = None) -> Run:
+    """Solve a sum-of-squares problem through its residuals and return a :class:`Run`.
+
+    Parameters
+    ----------
+    problem : newtonad.problems.Problem
+        A problem with ``residuals`` (``fun(x) == sum(residuals(x)**2)``).
+    method : str
+        ``"least-squares"``: ``newtonad.least_squares`` (exact Jacobians by AD);
+        ``"scipy:least-squares"``: ``scipy.optimize.least_squares`` with
+        ``jac="2-point"``. Both run scipy's default ``trf``.
+    engine : str, optional
+        The AD engine of ``newtonad.least_squares``.
+
+    Returns
+    -------
+    Run
+        ``fun`` is ``sum(r**2)`` (the problem's objective, comparable with ``fstar``);
+        ``nit`` the Jacobians evaluated (one per accepted step); ``nfev`` every
+        residual evaluation, the ``n`` of each finite-difference Jacobian included
+        (scipy's ``nfev`` leaves them out for trf); ``nhev`` 0.
+    """
+    import scipy.optimize
+
+    import newtonad as nad
+
+    run = Run(problem.name, problem.n, problem.fstar, method)
+    residuals = problem.residuals
+    if residuals is None:
+        raise ValueError(f"{problem.name} is not written from residuals: least squares needs "
+                         "a problem with residuals (see Problem.residuals)")
+    start = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if method.startswith("scipy:"):
+                res = scipy.optimize.least_squares(residuals, problem.x0.copy(), jac="2-point")
+                evaluations = int(res.nfev) + int(res.njev) * problem.n
+            else:
+                res = nad.least_squares(residuals, problem.x0.copy(), engine=engine)
+                evaluations = int(res.nfev)
+    except Exception as exc:  # noqa: BLE001  (a failing solver is a result to report)
+        run.time = time.perf_counter() - start
+        run.error = run.message = f"{type(exc).__name__}: {exc}"
+        return run
+    run.time = time.perf_counter() - start
+    run.fun = float(np.sum(np.square(res.fun)))
+    run.x = np.asarray(res.x)
+    run.gnorm = float(np.linalg.norm(2.0 * np.asarray(res.grad)))  # of sum(r**2)
+    run.nit = int(res.njev)
+    run.nfev = evaluations
     run.success = bool(res.success)
     run.message = str(res.message)
     return run
