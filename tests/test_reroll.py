@@ -342,3 +342,69 @@ def test_residuals_listed_then_np_array():
     J = nad.jacobian(interleaved, engine="numpy")(RNG.standard_normal(6))
     assert P.shape == (11, 6) and np.all(P[J != 0])
     assert P.sum() == 1 + 5 * 2 + 5  # x0-1; 10(x[i+1]-x[i]^2): two entries; 1-x[i]: one
+
+
+def test_nested_loops_fold_the_inner_sums():
+    def nested(x, A):
+        s = 0.0
+        for i in range(A.shape[0]):
+            r = 0.0
+            for j in range(A.shape[1]):
+                r = r + A[i, j] * x[j]
+            s = s + (r - 1.0) ** 2
+        return s
+
+    A = RNG.standard_normal((12, 9))
+    p, q = assert_same_values(nested, np.zeros(9), A)
+    assert len(q.steps) < len(p.steps) // 4
+
+
+def _random_loop(rng):
+    """A random loop body from a small grammar: reads x[a*i+b] and y[c*i+d], constants,
+    a loop-invariant x[0], the loop counter, unary and binary elementwise operations."""
+    m = int(rng.integers(4, 12))
+    depth = int(rng.integers(1, 4))
+    reads = [(int(rng.integers(1, 3)), int(rng.integers(0, 3))) for _ in range(3)]
+    unary = [np.sin, np.square, np.tanh, lambda v: v * 0.5]
+    binary = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b]
+    plan = [(int(rng.integers(0, 7)), int(rng.integers(0, 4)), int(rng.integers(0, 3)))
+            for _ in range(2 ** depth)]
+
+    def leaf(x, y, i, code):
+        a, b = reads[code % 3]
+        return [x[a * i + b], y[a * i + b], x[0], 1.5, 0.25 * i, x[a * i + b] * 2.0,
+                y[i]][code]
+
+    def term(x, y, i):
+        values = [leaf(x, y, i, c) for c, _, _ in plan]
+        ops = [(u, b) for _, u, b in plan]
+        while len(values) > 1:
+            values = [binary[ops[k][1]](unary[ops[k][0]](values[2 * k]), values[2 * k + 1])
+                      for k in range(len(values) // 2)]
+        return values[0]
+
+    periods = int(rng.integers(1, 3))
+    negate = bool(rng.integers(0, 2))
+
+    def f(x, y):
+        s = 0.0
+        for i in range(m):
+            s = s + term(x, y, i)
+            if periods == 2:
+                s = s - term(x, y, i + 1) if negate else s + np.cos(term(y, x, i))
+        return s
+
+    return f
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_loops_equal_their_unrolled_programs(seed):
+    rng = np.random.default_rng(seed)
+    f = _random_loop(rng)
+    x, y = np.zeros(40), RNG.standard_normal(40)
+    p = unrolled(f, x, y)
+    q = rr.reroll(p)
+    for _ in range(3):
+        xs = RNG.standard_normal(40)
+        a, b = run(p, xs, y), run(q, xs, y)
+        assert abs(a - b) <= 1e-12 * max(1.0, abs(a)), (a, b)

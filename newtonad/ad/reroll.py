@@ -216,21 +216,12 @@ class _Rerolling:
     def _accumulator_operand(self, step: Step) -> int | None:
         """The operand of an ``add`` / ``sub`` step that is a chain's accumulator, if any.
 
-        ``s = s + t`` traces to ``add(s, t)``: the first operand is preferred. The second is
-        taken (``s = t + s``) only when the first is not eligible and the second is an
-        ``add`` of the same orientation, so that the term of a chain's first link, such
-        as ``a - b`` in ``0.0 + (a - b)``, is not mistaken for an accumulator. A wrong
-        guess only loses a fold: every fold is checked exactly.
+        ``s = s + t`` and ``s += t`` trace to ``add(s, t)``: only the first operand is
+        taken. (Taking the second too would mistake a term that is itself a sum, as in
+        ``0.0 + (a + b)``, for an accumulator; ``s = t + s`` is therefore not folded.)
         """
         first = step.inputs[0]
-        if self._eligible(first):
-            return first
-        if step.primitive is add_p and self._eligible(step.inputs[1]):
-            prev = self._step_of(step.inputs[1])
-            assert prev is not None
-            if prev.primitive is add_p and not self._eligible(prev.inputs[0]):
-                return step.inputs[1]
-        return None
+        return first if self._eligible(first) else None
 
     def _chains(self) -> list[list[Step]]:
         """Maximal chains of scalar float64 ``add`` / ``sub`` steps, in program order."""
@@ -637,21 +628,28 @@ class _Group:
 
     def check_private(self, accumulators: set[int]) -> None:
         """Bail out when a value computed inside the group is read outside it, naming the
-        first iteration that computes such a value."""
+        first iteration that computes such a value.
+
+        The first and the last iteration are exempt: a value they share with the
+        iterations around the group (CSE joins ``x[i + 1] ** 2`` of one iteration with
+        ``x[i] ** 2`` of the next), or a last term returned beside the sum, stays computed
+        by its scalar steps as well -- correct, at the cost of one iteration's work.
+        """
         inside = set(accumulators)
         for slots in self.private:
             inside.update(slots)
         outputs = self.owner.outputs
         consumers = self.owner.consumers
         steps = self.owner.program.steps
-        first_bad = self.m
+        first_bad = self.m - 1
         for slots in self.private:
-            for k, s in enumerate(slots[:first_bad]):
+            for k in range(1, first_bad):
+                s = slots[k]
                 if s in outputs or any(steps[n].output not in inside
                                        for n in consumers.get(s, ())):
                     first_bad = k
                     break
-        if first_bad < self.m:
+        if first_bad < self.m - 1:
             raise _Bail(first_bad)  # iterations before it may still be folded
 
 
