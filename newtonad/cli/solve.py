@@ -15,10 +15,10 @@ from .cost import DENSE_HESSIAN, cost_warning
 from .disp import ALL_ROWS_UP_TO, IterationFilter
 from .methods import resolve_method
 from .progress import Progress
-from .runs import Run, solve, warm_up
+from .runs import Prep, Run, prepare, solve
 from .table import fmt_float
 
-__all__ = ["add_parser", "run", "HEARTBEAT"]
+__all__ = ["add_parser", "run", "timing_lines", "HEARTBEAT"]
 
 #: seconds between progress lines on standard error when it is not a terminal
 HEARTBEAT = 30.0
@@ -52,7 +52,45 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
-def _report(run: Run, problem: Any, prep: float, out: Any) -> None:
+def background_note() -> str:
+    """``"; 2 kernels compiling in the background"`` while the auto engine's worker has
+    work, else ``""`` (for the progress line)."""
+    from newtonad.ad.engine import background
+
+    waiting = background.activity()
+    if not waiting:
+        return ""
+    return f"; {waiting} kernel{'s' if waiting > 1 else ''} compiling in the background"
+
+
+def timing_lines(run: Run, prep: Prep) -> list[tuple[str, str]]:
+    """The report's time lines: the solve without compilation, and what compiling and
+    tracing cost, before the solve and during it (on its path or in the background).
+
+    Examples
+    --------
+    >>> run = Run("p", 2, 0.0, "trust-ncg", time=1.25, compile_time=0.5)
+    >>> for key, value in timing_lines(run, Prep(seconds=0.75, compile_seconds=0.25)):
+    ...     print(f"{key}: {value}")
+    time: 1.250 s solving
+    tracing: 0.500 s before the solve
+    compiling: 0.750 s (0.250 s before the solve, 0.500 s during it, excluded from its time)
+    """
+    lines = [("time", f"{run.time:.3f} s solving"),
+             ("tracing", f"{prep.trace_seconds:.3f} s before the solve")]
+    compiling = prep.compile_seconds + run.compile_time
+    if compiling > 0.0:
+        lines.append(("compiling", f"{compiling:.3f} s ({prep.compile_seconds:.3f} s before the "
+                                   f"solve, {run.compile_time:.3f} s during it, excluded from "
+                                   "its time)"))
+    if run.background_compiles:
+        lines.append(("background", f"{run.background_compiles} kernels compiled in "
+                                    f"{run.background_time:.3f} s by a worker process, off the "
+                                    "solver's path (it ran on NumPy until each was ready)"))
+    return lines
+
+
+def _report(run: Run, problem: Any, prep: Prep, out: Any) -> None:
     lines = [("f", fmt_float(run.fun, 6))]
     if problem.fstar is not None:
         lines.append(("f - f*", fmt_float(run.fun - problem.fstar, 3)))
@@ -60,7 +98,7 @@ def _report(run: Run, problem: Any, prep: float, out: Any) -> None:
         ("|g|", fmt_float(run.gnorm, 3)),
         ("iterations", str(run.nit)),
         ("evaluations", f"{run.nfev} value+gradient, {run.nhev} Hessian-vector products"),
-        ("time", f"{run.time:.3f} s (+ {prep:.3f} s tracing and compiling)"),
+        *timing_lines(run, prep),
         ("status", ("success: " if run.success else "failure: ") + run.message),
     ]
     if run.x is not None:
@@ -100,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     with Progress(heartbeat=HEARTBEAT) as status:
         status.update("tracing and compiling" + (f" (and a dense {problem.n} x {problem.n} "
                                                  "Hessian)" if dense else ""))
-        prep = warm_up(problem.fun, problem.x0, engine=args.engine, dense=dense)
+        prep = prepare(problem.fun, problem.x0, engine=args.engine, dense=dense)
         iterations = 0
         last = status.elapsed()
 
@@ -110,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
             now = status.elapsed()
             fun = getattr(intermediate_result, "fun", None)  # scipy passes x to some methods
             value = "" if fun is None else f", f = {fmt_float(float(fun), 6)}"
-            status.update(f"{method}: iteration {iterations}{value} ({now - last:.1f} s)")
+            status.update(f"{method}: iteration {iterations}{value} ({now - last:.1f} s)"
+                          + background_note())
             last = now
 
         status.update(f"{method}: first iteration")

@@ -513,6 +513,15 @@ def wait(timeout: float | None = None) -> bool:
     return current.wait(timeout)
 
 
+def activity() -> int:
+    """Programs queued or being compiled in the background now (0 without a compiler)."""
+    current = _COMPILER
+    if current is None or current.pid != os.getpid():
+        return 0
+    with current.lock:
+        return current.in_flight + sum(1 for j in current.pending if j.tier() is not None)
+
+
 def shutdown() -> None:
     """Stop this process's worker now (also done at exit); a later submission starts
     a new one."""
@@ -538,5 +547,5 @@ atexit.register(shutdown)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
 
-__all__ = ["ENV_VAR", "Compiler", "compiler", "dumps_program", "enabled", "loads_program",
-           "serve", "shutdown", "submit", "wait"]
+__all__ = ["ENV_VAR", "Compiler", "activity", "compiler", "dumps_program", "enabled",
+           "loads_program", "serve", "shutdown", "submit", "wait"]
