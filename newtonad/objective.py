@@ -41,6 +41,7 @@ from ._programs import (
     traced_at,
 )
 from .ad import transforms as tf
+from .ad.captures import same_contents
 
 #: Points of up to this many entries are compared by their bytes: one memcmp, ~0.1 µs.
 _SMALL_POINT_SIZE = 2048
@@ -56,16 +57,12 @@ _NO_LINEARIZATION: Mapping[int | None, tuple] = MappingProxyType({})
 
 
 def _new_key(key: tuple | None, x: np.ndarray) -> tuple | None:
-    """``None`` when ``x`` equals the point ``key`` was made from, else the key of ``x``.
-
-    A point is remembered by value (scipy passes copies of ``x``): small points by their
-    bytes, so the test is one bytes comparison, made once per call; larger ones by a
-    private copy compared elementwise (copied only on a miss), which costs little next
-    to the program run there.
-    """
+    """``None`` when ``x`` equals the point ``key`` was made from, else the key of ``x``
+    (its bytes, or for a large point a new private copy). :meth:`_Point.move_to` does the
+    same and reuses the old copy where it can."""
     if x.size <= _SMALL_POINT_SIZE:
         new = (x.shape, x.tobytes())
-        return None if new == key else new  # a shape mismatch ends the comparison
+        return None if new == key else new
     return None if _is_point(key, x) else (x.shape, x.copy())
 
 
@@ -74,16 +71,24 @@ def _is_point(key: tuple | None, x: np.ndarray) -> bool:
     if key is None or key[0] != x.shape:
         return False
     data = key[1]
-    return x.tobytes() == data if data.__class__ is bytes else bool((x == data).all())
+    return x.tobytes() == data if data.__class__ is bytes else same_contents(x, data)
 
 
 class _Point:
     """What is known at the current point. When x changes every field is replaced at once
-    (:meth:`clear`), so nothing computed at one point is ever read at another."""
+    (:meth:`move_to`), so nothing computed at one point is ever read at another.
+
+    A point is remembered by value (scipy passes copies of ``x``): small points by their
+    bytes, so the test is one bytes comparison; larger ones by a private copy compared a
+    chunk at a time (:func:`~newtonad.ad.captures.same_contents`: a new point usually
+    differs in its first entries, and is told apart after a few hundred), copied once on
+    a miss, into the previous point's copy when nothing else holds that (no allocation:
+    a fresh array of 8 MB costs page faults on its first touch).
+    """
 
     __slots__ = ("key", "x", "value", "grad", "linear", "products")
 
-    key: tuple | None  # the point, as made by _new_key
+    key: tuple | None  # (shape, bytes) of a small point, (shape, private copy) of a large one
     x: np.ndarray | None  # a private copy of it, read by the linear runners
     value: Any  # f there, a 0-d array until fun asks for a float (None: not computed)
     grad: np.ndarray | None  # ∇f there: the runner's array, handed out as copies
@@ -99,6 +104,43 @@ class _Point:
         self.x = self.value = self.grad = None
         self.linear = _NO_LINEARIZATION
         self.products = False
+
+    def move_to(self, x: np.ndarray) -> bool:
+        """Stand for ``x`` (a checked point); whether it is a new point (then cleared)."""
+        key = self.key
+        if x.size <= _SMALL_POINT_SIZE:
+            new = (x.shape, x.tobytes())
+            if new == key:  # a shape mismatch ends the comparison
+                return False
+            self.clear(new)
+            return True
+        if _is_point(key, x):
+            return False
+        kept = key[1] if key is not None else None
+        # The old copy is free unless a linearisation took it as an input (the operators
+        # linearize_hessp handed out may still run there).
+        if (kept.__class__ is np.ndarray and kept.shape == x.shape
+                and self.linear is _NO_LINEARIZATION):
+            np.copyto(kept, x)
+        else:
+            kept = x.copy()
+        self.clear((x.shape, kept))
+        return True
+
+
+def _alternating(run: Callable) -> Callable:
+    """A runner of the same kernel that returns its output in one of two arrays it owns, in
+    turn: a result is valid until the second call after it (the solvers' inner loops, which
+    drop a product before they ask for the next but one, pay no allocation per product)."""
+    if not hasattr(run, "reusing_outputs"):
+        return run
+    pair = (run.reusing_outputs(), run.reusing_outputs())
+    turn = [0]
+
+    def alternate(*args: Any) -> tuple:
+        turn[0] ^= 1
+        return pair[turn[0]](*args)
+    return alternate
 
 
 class Objective:
@@ -142,13 +184,15 @@ class Objective:
         self._vg_runner: tuple | None = None  # (shape, runner, data)
         self._hvp_runner: tuple | None = None  # ((shape, k), runner, data)
         self._second_order = False  # set once hessp is used: then keep residuals with ∇f
+        # (shape, linear runner, its sibling writing into two arrays in turn)
+        self._alternating: tuple | None = None
         # guards on what f reads outside its arguments, one per traced shape (see _check)
         self._guards: tuple = ()
 
     def _forget(self) -> None:
         """Drop the point, every runner and captured value: f now computes another thing."""
         self._at.clear(None)
-        self._hvp_runner = self._vg_runner = None
+        self._hvp_runner = self._vg_runner = self._alternating = None
         self._runners = {}
         self._guards = ()
 
@@ -186,11 +230,8 @@ class Objective:
     def _evaluate(self, x: np.ndarray) -> _Point:
         """The current point, made ``x`` (a checked point) with its value and gradient."""
         at = self._at
-        key = _new_key(at.key, x)
-        if key is None:
-            if at.grad is not None:
-                return at
-            key = at.key  # x is the point, but only products ran here so far
+        if not at.move_to(x) and at.grad is not None:
+            return at
         if self._second_order and not self._small(x):
             # Newton-type use: the pass that gives f and ∇f also keeps the residuals of
             # the Hessian at x, so hessp there needs no further primal work.
@@ -203,8 +244,6 @@ class Objective:
             run = run.reusing_outputs() if hasattr(run, "reusing_outputs") else run
             vg = self._vg_runner = (x.shape, run, data)
         at.value, at.grad = vg[1](x, *vg[2])
-        if key is not at.key:  # a new point: the rest of the record is that of the old one
-            at.key, at.x, at.linear, at.products = key, None, _NO_LINEARIZATION, False
         self.nfev += 1
         self.njev += 1
         return at
@@ -308,9 +347,7 @@ class Objective:
         ``k`` None: for one vector.
         """
         at = self._at
-        key = _new_key(at.key, x)
-        if key is not None:
-            at.clear(key)
+        at.move_to(x)
         if at.x is None:  # a large point's key is already a private copy
             assert at.key is not None  # set above, or x is the current point
             kept = at.key[1]
@@ -329,13 +366,18 @@ class Objective:
                 self.njev += 1
         return linear
 
-    def linearize_hessp(self, x: Any) -> Callable[[np.ndarray], np.ndarray]:
+    def linearize_hessp(self, x: Any, *, reuse_output: bool = False
+                        ) -> Callable[[np.ndarray], np.ndarray]:
         """Return the linear map ``V -> H V`` at ``x``; the residuals at ``x`` are made once.
 
         Parameters
         ----------
         x : array_like
             The point: a finite float array of the shape ``f`` was written for.
+        reuse_output : bool, optional
+            For inner loops: products of one vector are written into two arrays the map
+            owns, in turn, so a result is valid until the second product after it (no
+            allocation per product). Default False: every result is a new array.
 
         Returns
         -------
@@ -365,13 +407,23 @@ class Objective:
         def hessp_at_x(V: Any) -> np.ndarray:
             V, k = as_frame(V, x.shape, "p")
             if k not in linear:
-                linear[k] = self._linearized(x, k)
+                linear_run, known = self._linearized(x, k)
+                if reuse_output and k is None:
+                    linear_run = self._alternating_runner(x.shape, linear_run)
+                linear[k] = (linear_run, known)
             linear_run, known = linear[k]
             (hv,) = linear_run(*known, V)
             self.nhev += 1 if k is None else k
             return hv
 
         return hessp_at_x
+
+    def _alternating_runner(self, shape: tuple, run: Callable) -> Callable:
+        """The :func:`_alternating` sibling of the linear runner ``run``, one per shape."""
+        kept = self._alternating
+        if kept is None or kept[0] != shape or kept[1] is not run:
+            kept = self._alternating = (shape, run, _alternating(run))
+        return kept[2]
 
     def hessp(self, x: Any, p: Any) -> np.ndarray:
         """Return ``H(x) p`` for a vector ``p`` or a frame of k vectors.
@@ -416,9 +468,7 @@ class Objective:
             # on every call pays no residual pass. A second product at the same point
             # linearises, and the rest cost a linear pass.
             at = self._at
-            key = _new_key(at.key, x)
-            if key is not None:
-                at.clear(key)
+            at.move_to(x)
             if not at.products:
                 at.products = whole = True
         if whole:

@@ -94,7 +94,7 @@ class Guard:
                 continue  # deleted while tracing: changed() reports it
             if kind == _LENGTH:
                 self.entries[i] = (holder, key, now, kind, len(now))
-            elif kind == _ARRAY and (now is not then or not _same_contents(now, snapshot)):
+            elif kind == _ARRAY and (now is not then or not same_contents(now, snapshot)):
                 self.entries[i] = (holder, key, now, kind, now.copy())
             elif now is not then:
                 self.entries[i] = (holder, key, now, kind, snapshot)
@@ -111,17 +111,40 @@ class Guard:
                     continue  # an equal number in another object
                 return True
             if kind == _ARRAY:
-                if not _same_contents(now, snapshot):
+                if not same_contents(now, snapshot):
                     return True
             elif kind == _LENGTH and len(now) != snapshot:
                 return True
         return False
 
 
-def _same_contents(now: np.ndarray, then: np.ndarray) -> bool:
+#: Arrays are compared a chunk at a time, the chunks growing fourfold from this many
+#: entries: a change near the start is found after a few hundred entries, not a whole pass.
+_FIRST_CHUNK = 256
+
+
+def same_contents(now: np.ndarray, then: np.ndarray) -> bool:
+    """Whether two arrays have the same shape, dtype and values (nan equal to nan).
+
+    Compared a chunk at a time (:data:`_FIRST_CHUNK` entries, then four times more each
+    time), so a difference among the first entries -- a point that moved, a parameter
+    array rewritten -- is found at once; equal arrays cost one pass, as a whole
+    comparison would, without its temporaries of the full size.
+    """
     if now.shape != then.shape or now.dtype != then.dtype:
         return False
-    return bool(np.array_equal(now, then, equal_nan=now.dtype.kind in "fc"))
+    nan_aware = now.dtype.kind in "fc"
+    if now.dtype.kind not in "biufc":  # objects, strings, records: compared whole
+        return bool(np.array_equal(now, then))
+    a, b = now.reshape(-1), then.reshape(-1)
+    start, size = 0, _FIRST_CHUNK
+    while start < a.size:
+        stop = min(a.size, start + size)
+        ca, cb = a[start:stop], b[start:stop]
+        if not (ca == cb).all() and not (nan_aware and np.array_equal(ca, cb, equal_nan=True)):
+            return False
+        start, size = stop, 4 * size
+    return True
 
 
 def _same_scalar(now: Any, then: Any) -> bool:
@@ -281,4 +304,4 @@ def find_captures(fun: Callable) -> Guard | None:
     return walker.guard if walker.guard.entries else None
 
 
-__all__ = ["Guard", "find_captures"]
+__all__ = ["Guard", "find_captures", "same_contents"]

@@ -66,6 +66,8 @@ class GLTRSubproblem(QuadraticModel):
     extends the subspace if that is not accurate enough.
     """
 
+    uses_products = True
+
     def __init__(self, problem: Any, x: np.ndarray, fun: Optional[float] = None,
                  jac: Optional[np.ndarray] = None, inexact: bool = True, **options: Any) -> None:
         super().__init__(problem, x, fun, jac, **options)

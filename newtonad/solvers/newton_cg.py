@@ -140,6 +140,7 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
     cg_maxiter = max(2 * n, 20)
     monitor = Monitor(problem, maxiter=maxiter, max_time=max_time, callback=callback,
                       disp=disp, return_all=return_all, step_label="step")
+    problem.expect_products(x0)  # the gradient at x0 then keeps the Hessian's residuals
     f, g = check_start(problem, x0)
     x = x0
     gnorm = norm(g)
@@ -151,7 +152,7 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
         status = Status.MAXITER
     while status is None:
         eta = min(0.5, gnorm)
-        hv = problem.linearize_hessp(x)
+        hv = problem.linearize_hessp(x, scratch=True)  # truncated_cg drops each H d at once
         step = truncated_cg(hv, g, gnorm, eta, cg_maxiter, monitor.deadline)
         if step.nonfinite_hessian:
             problem.note_nonfinite_hessian()

@@ -11,6 +11,7 @@ fallbacks built from the others, so a hand-written object with only ``fun``,
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any, Callable
 
@@ -60,6 +61,18 @@ def check_x0(x0: Any) -> np.ndarray:
     return arr
 
 
+def _takes_keyword(fn: Any, name: str) -> bool:
+    """Whether the callable ``fn`` accepts the keyword argument ``name``."""
+    if fn is None:
+        return False
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # a builtin or an odd callable: do not guess
+        return False
+    return name in params and params[name].kind in (inspect.Parameter.KEYWORD_ONLY,
+                                                     inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
 class FlatProblem:
     """An objective seen on flat float64 vectors of length ``n``.
 
@@ -96,6 +109,8 @@ class FlatProblem:
         self.nonfinite = {"fun": 0, "jac": 0, "hess": 0}
         self._value_and_grad = getattr(objective, "value_and_grad", None)
         self._linearize = getattr(objective, "linearize_hessp", None)
+        #: whether linearize_hessp takes reuse_output= (newtonad's Objective does)
+        self._reuses_output = _takes_keyword(self._linearize, "reuse_output")
         self._hessp = getattr(objective, "hessp", None)
         self._hess = getattr(objective, "hess", None)
         #: splu ordering of the sparse trust-exact path, chosen once per run
@@ -149,12 +164,17 @@ class FlatProblem:
                                  f"shape {self.shape}; is x0 shaped as the objective expects?")
         return float(np.asarray(f).reshape(())), np.asarray(g, dtype=np.float64).reshape(self.n)
 
-    def linearize_hessp(self, x: np.ndarray) -> HessOperator:
-        """The Hessian at ``x`` as a map ``V -> H V`` on vectors (n,) or frames (n, k)."""
+    def linearize_hessp(self, x: np.ndarray, scratch: bool = False) -> HessOperator:
+        """The Hessian at ``x`` as a map ``V -> H V`` on vectors (n,) or frames (n, k).
+
+        With ``scratch`` (the inner loops) the map may write products of one vector into
+        arrays it reuses: a result is valid until the second product after it.
+        """
         xs = self.unflatten(x)
         calls = self._calls
         if self._linearize is not None:
-            lin = self._linearize(xs)
+            lin = (self._linearize(xs, reuse_output=True) if scratch and self._reuses_output
+                   else self._linearize(xs))
         elif self._hessp is not None:
             hessp = self._hessp
 
@@ -175,6 +195,18 @@ class FlatProblem:
                 calls["nhev"] += 1 if v.ndim == 1 else v.shape[1]
                 return np.asarray(lin(self._frame(v))).reshape(v.shape)
         return apply
+
+    def expect_products(self, x: np.ndarray) -> None:
+        """Tell the objective, before its first gradient, that products will follow.
+
+        A newtonad ``Objective`` keeps the Hessian's residuals with every gradient once
+        it has linearised (its gradient pass then makes them), so linearising at ``x0``
+        first -- which computes nothing until a product is asked for -- saves the one
+        residual pass the first products at ``x0`` would otherwise make. Other
+        objectives are left alone: their ``linearize_hessp`` may compute at once.
+        """
+        if self._reuses_output:
+            self._linearize(self.unflatten(x))
 
     def hess(self, x: np.ndarray) -> np.ndarray:
         """Dense symmetric Hessian at ``x`` as an (n, n) float64 array."""

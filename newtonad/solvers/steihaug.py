@@ -49,6 +49,8 @@ class SteihaugSubproblem(QuadraticModel):
     the recorded path without any Hessian product.
     """
 
+    uses_products = True
+
     def __init__(self, problem: Any, x: np.ndarray, fun: Optional[float] = None,
                  jac: Optional[np.ndarray] = None, **options: Any) -> None:
         super().__init__(problem, x, fun, jac, **options)

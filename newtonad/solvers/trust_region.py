@@ -83,6 +83,10 @@ class QuadraticModel:
         Value and gradient at ``x`` when already known.
     """
 
+    #: whether :meth:`solve` works with Hessian-vector products (not a dense Hessian):
+    #: then the gradient passes keep the residuals the products need
+    uses_products = False
+
     def __init__(self, problem: FlatProblem, x: np.ndarray, fun: Optional[float] = None,
                  jac: Optional[np.ndarray] = None, deadline: float = math.inf,
                  **options: Any) -> None:
@@ -133,9 +137,13 @@ class QuadraticModel:
         return self._h
 
     def hessp(self, v: np.ndarray) -> np.ndarray:
-        """``H v`` at ``x``, through the operator linearised once at ``x``."""
+        """``H v`` at ``x``, through the operator linearised once at ``x``.
+
+        The result may be overwritten by the second product after it (the operator
+        reuses its output arrays): keep a copy to hold it longer.
+        """
         if self._hv is None:
-            self._hv = self.problem.linearize_hessp(self.x)
+            self._hv = self.problem.linearize_hessp(self.x, scratch=True)
         return self._hv(v)
 
     def __call__(self, p: np.ndarray) -> float:
@@ -302,6 +310,8 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
     monitor = Monitor(problem, maxiter=maxiter, max_time=max_time, callback=callback,
                       disp=disp, return_all=return_all, step_label="radius")
     opts = dict(subproblem_options or {}, deadline=monitor.deadline)
+    if getattr(subproblem, "uses_products", False):
+        problem.expect_products(x0)  # the gradient at x0 then keeps the Hessian's residuals
     f, g = check_start(problem, x0)
     x = x0
     m = subproblem(problem, x, f, g, **opts)

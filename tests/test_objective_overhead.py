@@ -1,0 +1,243 @@
+"""Objective's per-call bookkeeping (issue 13 items 6 and 7): points told apart exactly and
+cheaply, one linearisation per point, reused output arrays, and the solvers' vector
+kernels. Behaviour only: no timings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.optimize
+
+import newtonad as nad
+from newtonad import objective
+from newtonad.ad.captures import same_contents
+from newtonad.solvers import linalg
+from newtonad.solvers.problem import FlatProblem
+
+from .helpers import assert_close
+
+LARGE = 3 * objective._SMALL_POINT_SIZE  # points kept as a private copy, not as bytes
+
+
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def _point(n: int, shift: float = 0.0) -> np.ndarray:
+    return np.resize([-1.2, 1.0, 0.5, 2.0], n) + shift
+
+
+# ---- points ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [5, LARGE])
+@pytest.mark.parametrize("where", [0, "middle", -1])
+def test_a_point_changed_in_one_entry_is_a_new_point(n, where):
+    obj = nad.Objective(rosen, engine="numpy")
+    x = _point(n)
+    assert_close(obj.jac(x), scipy.optimize.rosen_der(x), 1e-12, 1e-12)
+    y = x.copy()
+    y[n // 2 if where == "middle" else where] += 1e-9  # a copy, one entry apart
+    assert_close(obj.jac(y), scipy.optimize.rosen_der(y), 1e-12, 1e-12)
+    assert obj.njev == 2
+    assert_close(obj.jac(x.copy()), scipy.optimize.rosen_der(x), 1e-12, 1e-12)
+    assert obj.njev == 3
+
+
+@pytest.mark.parametrize("n", [5, LARGE])
+def test_a_point_changed_in_place_is_a_new_point_and_copies_hit(n):
+    obj = nad.Objective(rosen, engine="numpy")
+    x = _point(n)
+    f0, g0 = obj.value_and_grad(x)
+    assert obj.value_and_grad(x.copy())[0] == f0 and obj.njev == 1  # equal values hit
+    x[-1] = 7.0  # the caller's array, changed in place
+    f1, g1 = obj.value_and_grad(x)
+    assert f1 == pytest.approx(scipy.optimize.rosen(x), rel=1e-13)
+    assert_close(g1, scipy.optimize.rosen_der(x), 1e-12, 1e-12)
+    assert obj.njev == 2
+    assert_close(obj.fun(x), f1, 0, 0)  # and x, now, is the point
+    assert obj.nfev == 2
+
+
+def test_a_new_large_point_is_copied_into_the_old_copy():
+    """First-order use allocates no private copy per point: the record's copy of the last
+    point is overwritten by the next (nothing else holds it)."""
+    obj = nad.Objective(rosen, engine="numpy")
+    x1, x2, x3 = (_point(LARGE, d) for d in (0.0, 0.1, 0.2))
+    obj.value_and_grad(x1)
+    kept = obj._at.key[1]
+    assert kept is not x1 and np.array_equal(kept, x1)
+    for x in (x2, x3, x1):
+        g = obj.jac(x)
+        assert obj._at.key[1] is kept and np.array_equal(kept, x)
+        assert_close(g, scipy.optimize.rosen_der(x), 1e-12, 1e-12)
+    assert obj.njev == 4
+
+
+def test_an_operator_keeps_its_point_when_the_objective_moves_on():
+    """A point's copy that a linearisation holds is never reused for the next point."""
+    obj = nad.Objective(rosen, engine="numpy")
+    x1 = _point(LARGE)
+    v = np.random.default_rng(0).standard_normal(LARGE)
+    op = obj.linearize_hessp(x1)
+    expected = scipy.optimize.rosen_hess_prod(x1, v)
+    assert_close(op(v), expected, 1e-12, 1e-12)
+    for shift in (0.1, 0.2, 0.3):  # value and gradient at new points, after the products
+        x = _point(LARGE, shift)
+        assert_close(obj.jac(x), scipy.optimize.rosen_der(x), 1e-12, 1e-12)
+        assert_close(obj.hessp(x, v), scipy.optimize.rosen_hess_prod(x, v), 1e-12, 1e-12)
+    assert_close(op(v), expected, 1e-12, 1e-12)
+
+
+@pytest.mark.parametrize("n", [300, LARGE])
+def test_hessp_at_one_point_linearises_once(n):
+    obj = nad.Objective(rosen, engine="numpy")
+    x = _point(n)
+    v = np.ones(n)
+    obj.hessp(x, v)
+    obj.hessp(x, v)  # the second product at x linearises: the residual runner exists now
+    key = (x.shape, "linearized_hvp", None)
+    (residual_run, linear_run), data = obj._runners[key]
+    passes = []
+
+    def counted(*args):
+        passes.append(1)
+        return residual_run(*args)
+    obj._runners[key] = ((counted, linear_run), data)
+    for j in range(5):
+        e = np.zeros(n)
+        e[j] = 1.0
+        assert_close(obj.hessp(x.copy(), e), scipy.optimize.rosen_hess_prod(x, e), 1e-12, 1e-12)
+    op = obj.linearize_hessp(x)
+    for _ in range(3):
+        assert_close(op(v), scipy.optimize.rosen_hess_prod(x, v), 1e-12, 1e-12)
+    assert passes == []  # x's residuals were made once, before the spy
+    y = _point(n, 0.1)
+    obj.jac(y)  # Newton use: the gradient pass at a new point makes its residuals
+    obj.hessp(y, v)
+    obj.hessp(y.copy(), 2 * v)
+    assert passes == [1]
+
+
+# ---- reused outputs and the solvers' side ------------------------------------------------------
+
+def test_reused_outputs_alternate_and_stay_valid_for_one_more_product():
+    obj = nad.Objective(rosen)  # the numba engine: its runners can reuse outputs
+    x = _point(40)
+    H = scipy.optimize.rosen_hess(x)
+    op = obj.linearize_hessp(x, reuse_output=True)
+    V = np.random.default_rng(1).standard_normal((4, 40))
+    results = [op(v) for v in V[:2]]
+    assert results[0] is not results[1]
+    assert_close(results[0], H @ V[0], 1e-12, 1e-12)  # still valid after the next product
+    assert_close(results[1], H @ V[1], 1e-12, 1e-12)
+    third = op(V[2])
+    assert third is results[0]  # the second product after a result reuses its array
+    assert_close(third, H @ V[2], 1e-12, 1e-12)
+    fresh = obj.linearize_hessp(x)  # the default: a new array per product
+    a, b = fresh(V[0]), fresh(V[0])
+    assert a is not b and np.shares_memory(a, b) is False
+    assert obj.linearize_hessp(x, reuse_output=True)(V[3]).shape == (40,)
+
+
+def test_flat_problem_asks_for_reused_outputs_only_where_offered():
+    calls = []
+
+    class Plain:
+        def fun(self, x):
+            return float(rosen(x))
+
+        def jac(self, x):
+            return scipy.optimize.rosen_der(x)
+
+        def hessp(self, x, p):
+            return scipy.optimize.rosen_hess_prod(x, p)
+
+        def linearize_hessp(self, x):  # no reuse_output keyword: never passed one
+            calls.append(x)
+            return lambda v: scipy.optimize.rosen_hess_prod(x, v)
+
+    x = _point(6)
+    for obj in (Plain(), nad.Objective(rosen, engine="numpy")):
+        problem = FlatProblem(obj, x.shape)
+        op = problem.linearize_hessp(x, scratch=True)
+        assert_close(op(np.ones(6)), scipy.optimize.rosen_hess_prod(x, np.ones(6)), 1e-12, 1e-12)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("n", [50, 3 * linalg.SERIAL_FROM])
+def test_vector_kernels_match_numpy(n):
+    rng = np.random.default_rng(2)
+    d, hd, z, r = (rng.standard_normal(n) for _ in range(4))
+    z0, r0 = z.copy(), r.copy()
+    assert linalg.dot(d, hd) == pytest.approx(float(d @ hd), rel=1e-12)
+    assert linalg.norm(d) == pytest.approx(float(np.linalg.norm(d)), rel=1e-12)
+    assert linalg.asum(d) == pytest.approx(float(np.abs(d).sum()), rel=1e-12)
+    rr, r1 = linalg.cg_update(0.3, d, hd, z, r, l1=True)
+    assert_close(z, z0 + 0.3 * d, 1e-15, 1e-15)
+    assert_close(r, r0 + 0.3 * hd, 1e-15, 1e-15)
+    assert rr == pytest.approx(float(r @ r), rel=1e-12)
+    assert r1 == pytest.approx(float(np.abs(r).sum()), rel=1e-12)
+    out = np.empty(n)
+    linalg.scal_sub(0.7, d, r, out=out)
+    assert_close(out, 0.7 * d - r, 1e-15, 1e-15)
+    w, q, q_prev = (rng.standard_normal(n) for _ in range(3))
+    expected = w - 0.2 * q - 0.4 * q_prev
+    ww = linalg.lanczos_orthogonalise(w, 0.2, q, 0.4, q_prev)
+    assert_close(w, expected, 1e-14, 1e-14)
+    assert ww == pytest.approx(float(expected @ expected), rel=1e-12)
+    y = d.copy()
+    linalg.axpy(-2.0, hd, y)
+    assert_close(y, d - 2.0 * hd, 1e-15, 1e-15)
+    linalg.scal(0.5, y)
+    assert_close(y, 0.5 * (d - 2.0 * hd), 1e-15, 1e-15)
+    d[n // 2] = np.nan  # nan propagates, as the solvers' finiteness tests need
+    assert np.isnan(linalg.dot(d, hd))
+
+
+@pytest.mark.parametrize("method", ["newton-cg", "trust-ncg", "trust-krylov"])
+def test_large_inner_loops_call_no_blas_level_1(method, monkeypatch):
+    """Above SERIAL_FROM entries the CG and Lanczos loops use serial loops: OpenBLAS
+    threads level 1 there, and on busy cores each call waited for its threads."""
+    n = 2 * linalg.SERIAL_FROM
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("BLAS level 1 called on a large vector")
+    for name in ("_daxpy", "_ddot", "_dscal", "_dasum"):
+        monkeypatch.setattr(linalg, name, refuse)
+    x0 = _point(n)
+    res = nad.minimize(nad.Objective(rosen, engine="numpy"), x0, method=method,
+                       options={"maxiter": 3})
+    assert res.nit == 3 and res.fun < rosen(x0)
+
+
+# ---- captured values ------------------------------------------------------------------------
+
+def test_same_contents_finds_changes_anywhere_and_takes_nan_as_equal():
+    a = np.linspace(0.0, 1.0, 100_003)
+    for i in (0, 300, 5000, 100_002):
+        b = a.copy()
+        b[i] = -1.0
+        assert not same_contents(a, b)
+        assert not same_contents(b, a)
+    assert same_contents(a, a.copy())
+    c = a.copy()
+    c[[7, 90_000]] = np.nan
+    assert same_contents(c, c.copy())
+    assert not same_contents(a, a.reshape(-1, 1)) and not same_contents(a, a.astype(np.float32))
+    assert same_contents(np.arange(10), np.arange(10))
+    assert not same_contents(np.array(["a", "b"]), np.array(["a", "c"]))
+
+
+def test_a_large_captured_array_changed_in_its_last_entry_is_seen():
+    weights = np.ones(LARGE)
+
+    def weighted(x):
+        return np.sum(weights * x ** 2)
+
+    obj = nad.Objective(weighted, engine="numpy")
+    x = _point(LARGE)
+    assert_close(obj.jac(x), 2 * x, 1e-14, 1e-14)
+    weights[-1] = 3.0
+    expected = 2 * x
+    expected[-1] *= 3.0
+    assert_close(obj.jac(x), expected, 1e-14, 1e-14)
