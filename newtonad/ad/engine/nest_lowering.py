@@ -122,10 +122,12 @@ class NestWriter:
 
         A slot in memory is loaded, unless ``compute`` (the store that fills it).
         """
-        key = (i, m, self.column if m != self.fixed(m) else None)
+        key = self._key(i, m)
         if key in self.memo and not compute:
             return self.memo[key]
         g, plan = self.g, self.g.plan
+        if i not in plan.literals and (compute or i not in plan.stored):
+            self._operands_first(i, m)
         if i in plan.literals:
             result: tuple[Any, int] = (literal_atom(plan.literals[i], g.slots[i].dtype), 0)
         elif i in plan.stored and not compute:
@@ -158,6 +160,34 @@ class NestWriter:
         if not compute:
             self.memo[key] = result
         return result
+
+    def _key(self, i: int, m: IMap) -> tuple:
+        return (i, m, self.column if m != self.fixed(m) else None)
+
+    def _operands_first(self, i: int, m: IMap) -> None:
+        """Compute the operands of slot ``i`` at ``m`` (and theirs) without recursion.
+
+        A fused chain can be as long as the program (a running sum over a Python loop
+        traced term by term). The operands are visited depth first, left to right, and
+        each computed once its own operands are: the order the recursive :meth:`value`
+        would emit them in, at a depth of one call.
+        """
+        g, plan = self.g, self.g.plan
+        step = g.producer[i]
+        stack: list[tuple[int, IMap, bool]] = [
+            (j, jm, False) for j, jm in reversed(list(zip(step.inputs,
+                                                          operand_maps(step, m, g.slots))))]
+        while stack:
+            j, jm, expanded = stack.pop()
+            if expanded:
+                self.value(j, jm)
+                continue
+            if self._key(j, jm) in self.memo or j in plan.literals or j in plan.stored:
+                continue  # known, or a leaf: value() needs no operands for it
+            stack.append((j, jm, True))
+            inner = g.producer[j]
+            stack += [(k, km, False) for k, km in reversed(list(zip(
+                inner.inputs, operand_maps(inner, jm, g.slots))))]
 
     def hoist_factors(self, operands: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
         """Regroup ``(a * c1) * c2`` as ``a * (c1 * c2)`` when the ``c`` are shallower.

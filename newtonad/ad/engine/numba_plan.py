@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..gc_pause import gc_paused
 from ..program import ArrayConst, Program, Slot, Step
 from .kinds import (
     ADD,
@@ -346,13 +347,21 @@ class Planner:
         memo = self._deps
         if i in memo:
             return memo[i]
-        if i in self.stored or i in self.literals:
-            r = frozenset() if i in self.literals else frozenset({i})
-        else:
-            step = self.producer[i]
-            r = frozenset().union(*(self.deps(j) for j in step.inputs))
-        memo[i] = r
-        return r
+        # operands before the slots that read them, without recursion: a fused chain can
+        # be as long as the program
+        stack = [(i, False)]
+        while stack:
+            j, expanded = stack.pop()
+            if j in memo:
+                continue
+            if j in self.stored or j in self.literals:
+                memo[j] = frozenset() if j in self.literals else frozenset({j})
+            elif expanded:
+                memo[j] = frozenset().union(*(memo[k] for k in self.producer[j].inputs))
+            else:
+                stack.append((j, True))
+                stack += [(k, False) for k in self.producer[j].inputs if k not in memo]
+        return memo[i]
 
     # -- items --------------------------------------------------------------------------
     def plan(self) -> Plan:
@@ -363,6 +372,7 @@ class Planner:
         for i in self.const_arrays:
             self.ready[i] = -1
         init: dict[int, Any] = {}
+        self._cuts: dict[int, _Cuts] = {}  # id(nest) -> the edges of its sinks' boxes
         for step in self.p.steps:
             prim, out = step.primitive, step.output
             slot = self.slots[out]
@@ -404,17 +414,15 @@ class Planner:
                 m = identity_map(slot.shape)
                 self._add_sink(Sink("store", out, m, out, m, squeeze(slot.shape), None, step))
         # fill accumulators in the first nest that writes them
-        for n, item in enumerate(self.items):
+        filled: set[int] = set()
+        for item in self.items:
             if isinstance(item, Nest):
                 for s in item.sinks:
-                    if (s.target in init and s.target not in item.inits
-                            and not self._filled(s.target, n)):
+                    if s.target in init and s.target not in item.inits and s.target not in filled:
                         item.inits.append(s.target)
+                filled.update(item.inits)
         return Plan(self.p, self.items, self.stored, self.write_only, self.views, init,
                     self.literals, self.const_arrays)
-
-    def _filled(self, target: int, before: int) -> bool:
-        return any(isinstance(it, Nest) and target in it.inits for it in self.items[:before])
 
     def _base(self, i: int) -> int:
         while i in self.views:
@@ -460,14 +468,17 @@ class Planner:
         for n in range(len(self.items) - 1, after, -1):
             item = self.items[n]
             if isinstance(item, Nest) and _compatible(item.space, sink.space) \
-                    and count_pieces(item.sinks + [sink]) <= MAX_PIECES:
+                    and len(item.sinks) < MAX_NEST_SINKS \
+                    and self._cuts[id(item)].pieces_with(sink) <= MAX_PIECES:
                 chosen = n
                 break
         if chosen is None:
             self.items.append(Nest(sink.space))
             chosen = len(self.items) - 1
+            self._cuts[id(self.items[chosen])] = _Cuts()
         nest = self.items[chosen]
         nest.sinks.append(sink)
+        self._cuts[id(nest)].add(sink)
         nest.space = tuple(max(a, b) for a, b in zip(nest.space, sink.space)) + \
             nest.space[len(sink.space):] + sink.space[len(nest.space):]
         self.ready[sink.target] = max(self.ready.get(sink.target, -1), chosen)
@@ -475,6 +486,51 @@ class Planner:
 
 STENCIL_SLACK = 4  # extents that differ by at most this much share a nest (split loops)
 MAX_PIECES = 9     # a nest is split into at most this many boxes (code size, compile time)
+#: A nest takes at most this many sinks. Without a bound, a Python loop over slices traced
+#: term by term (thousands of sinks over one space) became one loop nest as long as the
+#: program, which no kernel split can divide; bounded nests are the units
+#: :mod:`.kernel_split` packs into chunk functions. Nests of ordinary programs hold a few
+#: sinks (the largest among the built-in problems' derivatives: well under this).
+MAX_NEST_SINKS = 64
+
+
+class _Cuts:
+    """The box edges per loop variable of a nest's sinks (kept as sinks are added, so
+    that asking whether one more sink fits costs the same however many it holds)."""
+
+    def __init__(self) -> None:
+        self.edges: list[set[int]] = []
+        self.extent: list[int] = []
+
+    @staticmethod
+    def _boxes(sink: Sink) -> list:
+        return [sink.box] + [t.box for t in sink.terms]
+
+    def pieces_with(self, sink: Sink) -> int:
+        """:func:`count_pieces` of this nest's sinks and ``sink``."""
+        depth = max(len(self.edges), len(sink.space))
+        total = 1
+        for d in range(depth):
+            cuts = set(self.edges[d]) if d < len(self.edges) else set()
+            for box in self._boxes(sink):
+                if d < len(box):
+                    cuts.update(box[d])
+            extent = max(self.extent[d] if d < len(self.extent) else 0,
+                         sink.space[d] if d < len(sink.space) else 0)
+            cuts.add(0)
+            cuts.add(extent)
+            total *= len(cuts) - 1
+        return total
+
+    def add(self, sink: Sink) -> None:
+        while len(self.edges) < len(sink.space):
+            self.edges.append(set())
+            self.extent.append(0)
+        for box in self._boxes(sink):
+            for d, (lo, hi) in enumerate(box):
+                self.edges[d].update((lo, hi))
+        for d, n in enumerate(sink.space):
+            self.extent[d] = max(self.extent[d], n)
 
 
 def segments(sinks: list[Sink]) -> list[list[tuple[int, int]]]:
@@ -500,6 +556,7 @@ def _compatible(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     return all(abs(x - y) <= STENCIL_SLACK for x, y in zip(a, b))
 
 
+@gc_paused
 def make_plan(program: Program) -> Plan:
     """Plan ``program``; slots recomputed under too many index maps are materialised.
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ..gc_pause import gc_paused
 from ..program import Step
 from .kinds import EINSUM
 from .loop_ir import IMap
@@ -407,6 +408,7 @@ def _uses(m: IMap, var: int) -> bool:
     return any(d[0] == var for d in m)
 
 
+@gc_paused
 def form_regions(plan: Plan, options: LoweringOptions) -> Plan:
     """Group the items that share a long leading row axis into :class:`RowBlock` regions.
 

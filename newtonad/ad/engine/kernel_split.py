@@ -1,0 +1,288 @@
+"""Bounded kernels: a long kernel body split into chunk functions called by a small driver.
+
+LLVM's optimisation of one function grows faster than the function: a Python loop
+traced term by term gives a program of tens of thousands of steps, and its kernel,
+one straight-line function, took minutes and over a gigabyte to compile. Split into
+functions of a bounded number of statements, each compiled on its own, the same code
+compiles in time and memory proportional to its length.
+
+The split works on the kernel body as the code generator leaves it: a sequence of
+top-level statements (scalar statements, loop nests, row-blocked regions, calls on
+whole arrays), preceded by the *header* that names the kernel's arrays (views of the
+inputs, outputs, constants and arenas; extents read from a constant). Consecutive
+statements are packed into chunks of at most ``max_lines`` lines of code; a statement
+longer than that is a chunk of its own (the planner bounds loop nests, see
+:data:`.numba_plan.MAX_NEST_SINKS`).
+
+What flows between chunks is found by liveness on each statement's Python syntax
+(:mod:`ast`): a chunk takes as arguments the names it reads before writing them, and
+returns the names it writes that a later chunk reads. Arrays are written in place, so
+only their names are passed; scalars travel as arguments and return tuples. Header
+definitions are free to repeat (views of arrays, reads of input scalars), so every
+chunk re-derives the ones it uses from the kernel's own arguments instead of
+receiving them: no array travels through a return tuple.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .loop_ir import Comment
+from .printer import print_lines
+
+#: Kernels of at most this many lines of code are generated as one function (as they
+#: always were); longer ones are split into chunks of at most this many lines.
+#: Measured on the 22 000-step gradient of the scalar Rosenbrock loop (numba 0.68, this
+#: machine): chunks of 250 lines compiled fastest (see benchmarks/pipeline_report.py
+#: --compile and the chunk-size table in the module notes below).
+MAX_CHUNK_LINES = 250
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One chunk function: its name, the lines of code of its statements (at most the
+    bound, unless one statement is longer) and of its prologue (header definitions it
+    repeats: at most one per array its statements name), what it takes and returns
+    (names), and whether it has parallel loops."""
+
+    name: str
+    lines: int
+    prologue: int
+    params: tuple[str, ...]
+    returns: tuple[str, ...]
+    parallel: bool
+
+
+def code_line_count(lines: Sequence[str]) -> int:
+    """Lines that are code (not comments or blank)."""
+    return sum(1 for line in lines if line.strip() and not line.lstrip().startswith("#"))
+
+
+# ---- liveness on Python syntax ------------------------------------------------------------------
+
+class _Flow:
+    """Names read before being written (``exposed``) and written (``written``; of them
+    ``definite`` on every path) by a sequence of statements."""
+
+    def __init__(self) -> None:
+        self.exposed: set[str] = set()
+        self.written: set[str] = set()
+        self.definite: set[str] = set()
+
+    def load(self, node: ast.AST, defined: set[str]) -> None:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in defined:
+                self.exposed.add(n.id)
+
+    def store(self, target: ast.AST, defined: set[str]) -> None:
+        """A store target: plain names are defined; subscripts read their array."""
+        if isinstance(target, ast.Name):
+            defined.add(target.id)
+            self.written.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                self.store(t, defined)
+        else:  # a[i] = ..., a.b = ...: reads a
+            self.load(target, defined)
+
+    def block(self, stmts: list[ast.stmt], defined: set[str]) -> None:
+        for s in stmts:
+            self.stmt(s, defined)
+
+    def stmt(self, s: ast.stmt, defined: set[str]) -> None:
+        if isinstance(s, ast.Assign):
+            self.load(s.value, defined)
+            for t in s.targets:
+                self.store(t, defined)
+        elif isinstance(s, ast.AugAssign):
+            self.load(s.value, defined)
+            if isinstance(s.target, ast.Name):
+                if s.target.id not in defined:
+                    self.exposed.add(s.target.id)
+            self.store(s.target, defined)
+        elif isinstance(s, ast.For):
+            self.load(s.iter, defined)
+            inner = set(defined)
+            self.store(s.target, inner)
+            self.block(s.body, inner)
+            self.block(s.orelse, set(defined))
+        elif isinstance(s, ast.If):
+            self.load(s.test, defined)
+            self.block(s.body, set(defined))
+            self.block(s.orelse, set(defined))
+        elif isinstance(s, ast.While):
+            self.load(s.test, defined)
+            self.block(s.body, set(defined))
+        elif isinstance(s, (ast.Expr, ast.Return, ast.Raise)):
+            for child in ast.iter_child_nodes(s):
+                self.load(child, defined)
+        elif isinstance(s, ast.Pass):
+            pass
+        else:
+            raise NotImplementedError(f"kernel split: statement {type(s).__name__}")
+
+
+#: Names a kernel module reads as globals: Python's builtins and its imports.
+GLOBALS = frozenset(dir(builtins)) | {"math", "np", "njit", "prange"}
+
+
+def flow(source: str) -> tuple[set[str], set[str], set[str]]:
+    """``(exposed, written, definite)`` of the statements in ``source`` (unindented).
+
+    ``exposed``: local names read before being written (globals excluded);
+    ``written``: names assigned; ``definite``: names assigned on every path.
+    """
+    f = _Flow()
+    defined: set[str] = set()
+    f.block(ast.parse(source).body, defined)
+    f.definite = defined
+    return f.exposed - GLOBALS, f.written, f.definite
+
+
+# ---- the split ----------------------------------------------------------------------------------
+
+@dataclass
+class _Block:
+    """One top-level statement (with the comments before it), printed and analysed."""
+
+    lines: list[str]
+    code: int
+    exposed: set[str]
+    written: set[str]
+    definite: set[str]
+
+
+def _blocks(stmts: Sequence[Any]) -> list[_Block]:
+    out: list[_Block] = []
+    pending: list[str] = []
+    for s in stmts:
+        lines = print_lines([s], "")
+        if isinstance(s, Comment):
+            pending += lines
+            continue
+        exposed, written, definite = flow("\n".join(lines))
+        out.append(_Block(pending + lines, code_line_count(lines), exposed, written, definite))
+        pending = []
+    if pending:
+        out.append(_Block(pending, 0, set(), set(), set()))
+    return out
+
+
+def _header_defs(header: Sequence[Any]) -> dict[str, tuple[list[str], set[str]]]:
+    """Header definitions: name -> (its source lines, the names it reads)."""
+    defs: dict[str, tuple[list[str], set[str]]] = {}
+    for s in header:
+        lines = print_lines([s], "")
+        exposed, written, _ = flow("\n".join(lines))
+        for name in written:
+            defs[name] = (lines, exposed)
+    return defs
+
+
+def _prologue(names: set[str], defs: dict[str, tuple[list[str], set[str]]]
+              ) -> tuple[list[str], set[str]]:
+    """Header lines defining ``names`` (and what they need), in header order; and the
+    kernel arguments they read."""
+    wanted: set[str] = set()
+    stack = [n for n in names if n in defs]
+    while stack:
+        n = stack.pop()
+        if n in wanted:
+            continue
+        wanted.add(n)
+        stack += [m for m in defs[n][1] if m in defs]
+    lines: list[str] = []
+    seen: set[int] = set()
+    for n, (src, _) in defs.items():  # dicts keep the header's order
+        if n in wanted and id(src) not in seen:
+            seen.add(id(src))
+            lines += src
+    args = {m for n in wanted for m in defs[n][1] if m not in defs}
+    return lines, args
+
+
+def split(header: Sequence[Any], body: Sequence[Any], kernel_args: Sequence[str],
+          max_lines: int = MAX_CHUNK_LINES) -> tuple[list[str], list[Chunk]]:
+    """Chunk functions and the driver's body for a kernel of ``header + body``.
+
+    Returns ``(chunk_sources, chunks)``: the source of each chunk function (its
+    ``def`` line and body, without decorator; the caller adds it) followed by the
+    driver body's lines, and a description of each chunk.
+    """
+    defs = _header_defs(header)
+    blocks = _blocks(body)
+    groups: list[list[_Block]] = []
+    size = 0
+    for b in blocks:
+        if groups and size + b.code <= max_lines:
+            groups[-1].append(b)
+            size += b.code
+        else:
+            groups.append([b])
+            size = b.code
+    # each group's own flow, as one sequence of statements
+    flows = []
+    for g in groups:
+        exposed: set[str] = set()
+        written: set[str] = set()
+        definite: set[str] = set()
+        for b in g:
+            exposed |= b.exposed - definite
+            written |= b.written
+            definite |= b.definite
+        flows.append((exposed, written, definite))
+    kernel_set = set(kernel_args)
+    # names read by a later group before it writes them
+    needed_after: list[set[str]] = [set() for _ in groups]
+    acc: set[str] = set()
+    for n in range(len(groups) - 1, -1, -1):
+        needed_after[n] = set(acc)
+        acc |= flows[n][0]
+    sources: list[str] = []
+    chunks: list[Chunk] = []
+    available: set[str] = set()  # values defined by earlier chunks
+    driver: list[str] = []
+    rewritten = {x for f in flows for x in f[1]} & set(defs)
+    if rewritten:
+        raise ValueError(f"kernel split: the body assigns header names {sorted(rewritten)}")
+    for n, (g, (exposed, written, definite)) in enumerate(zip(groups, flows)):
+        from_header = exposed & set(defs)
+        prologue, header_args = _prologue(from_header, defs)
+        params_set = (exposed - from_header) | header_args
+        returns = sorted(written & needed_after[n])
+        for x in returns:
+            if x not in definite:  # written on some paths only: its earlier value comes in
+                if x not in available:
+                    raise ValueError(f"kernel split: {x} may be undefined after chunk {n}")
+                params_set.add(x)
+        unknown = params_set - available - kernel_set
+        if unknown:
+            raise ValueError(f"kernel split: chunk {n} reads {sorted(unknown)} before any "
+                             "definition")
+        params = tuple(sorted(params_set, key=_arg_order(kernel_args)))
+        name = f"chunk{n}"
+        body_lines = prologue + [line for b in g for line in b.lines]
+        ret = ", ".join(returns)
+        src = [f"def {name}({', '.join(params)}):",
+               *("    " + line for line in body_lines),
+               f"    return ({ret},)" if returns else "    return None"]
+        parallel = any("prange(" in line for line in body_lines)
+        sources.append("\n".join(src))
+        statements = [line for b in g for line in b.lines]
+        chunks.append(Chunk(name, code_line_count(statements), code_line_count(prologue), params,
+                            tuple(returns), parallel))
+        call = f"{name}({', '.join(params)})"
+        driver.append(f"{ret}, = {call}" if returns else call)
+        available |= set(returns)
+    return sources + ["\n".join(driver)], chunks
+
+
+def _arg_order(kernel_args: Sequence[str]):
+    position = {a: n for n, a in enumerate(kernel_args)}
+    return lambda x: (0, position[x], "") if x in position else (1, 0, x)
+
+
+__all__ = ["Chunk", "MAX_CHUNK_LINES", "code_line_count", "flow", "split"]

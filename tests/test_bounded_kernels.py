@@ -1,0 +1,148 @@
+"""Bounded kernels (issue 13): long programs become chunk functions of bounded size.
+
+Kernels longer than ``kernel_split.MAX_CHUNK_LINES`` lines of code are split into chunk
+functions called by a small driver; loop nests are bounded by the planner
+(``numba_plan.MAX_NEST_SINKS``). The split kernels must compute exactly what the
+NumPy evaluator computes, and kernels under the bound must be generated as one
+function, as before. The bounds are lowered here so that small programs (quick to
+compile) exercise the split.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from newtonad.ad import transforms as tf
+from newtonad.ad.engine import kernel_split, numba_engine, numba_plan, numpy_eval
+from newtonad.ad.engine.numba_plan import Nest, make_plan
+from newtonad.ad.program import Slot
+from newtonad.ad.trace import trace_function
+
+from .helpers import assert_close, central_jvp
+
+
+def rosen_loop(x):
+    s = 0.0
+    for i in range(len(x) - 1):
+        s = s + 100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2
+    return s
+
+
+def rosen_blocks(x):
+    s = 0.0
+    for a in range(0, x.shape[0] - 4, 4):
+        lo, hi = x[a:a + 4], x[a + 1:a + 5]
+        s = s + np.sum(100 * (hi - lo ** 2) ** 2 + (1 - lo) ** 2)
+    return s
+
+
+def rosen(x):
+    return np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def traced(f, x):
+    """The long form of ``f``'s program (tracing only: no loop re-rolling)."""
+    return trace_function(f, [Slot(x.shape)]).program
+
+
+# ---- liveness on the generated statements ---------------------------------------------------
+
+def test_flow_finds_names_read_before_written_and_written():
+    exposed, written, definite = kernel_split.flow(
+        "t1 = a + b\nt2 = t1 * c\nfor i0 in range(n):\n    o[i0] += t2 * i0\n    u = i0\n"
+        "r = r + 1\n")
+    assert exposed == {"a", "b", "c", "n", "o", "r"}
+    assert written == {"t1", "t2", "i0", "u", "r"}
+    assert definite == {"t1", "t2", "r"}  # i0 and u only if the loop runs
+
+
+def test_flow_augmented_assignment_reads_its_target():
+    exposed, _, _ = kernel_split.flow("acc += x[0]\n")
+    assert exposed == {"acc", "x"}
+
+
+# ---- split kernels compute what the NumPy evaluator computes ---------------------------------
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(kernel_split, "MAX_CHUNK_LINES", 60)
+    return 60
+
+
+def test_long_gradient_is_split_into_bounded_chunks_and_matches_numpy(small_chunks, tmp_path,
+                                                                     monkeypatch):
+    monkeypatch.setenv("NEWTONAD_CACHE_DIR", str(tmp_path))
+    x = np.linspace(-1.2, 1.1, 13)
+    vg = tf.value_and_grad_program(traced(rosen_loop, x))
+    kernel = numba_engine.lower(vg)
+    assert len(kernel.chunks) >= 3
+    assert all(c.lines <= small_chunks for c in kernel.chunks)
+    assert kernel.source.count("@njit") == len(kernel.chunks) + 1  # the chunks and the driver
+    fn, dispatcher, path = numba_engine.load(kernel)
+    run = numba_engine.make_runner(fn, kernel, dispatcher, path)
+    f, g = run(x)
+    f_ref, g_ref = numpy_eval.evaluate(vg, x)
+    assert_close(f, f_ref, rtol=1e-13)
+    assert_close(g, g_ref, rtol=1e-12)
+    # and against the vectorised form and finite differences
+    assert_close(g, numpy_eval.evaluate(tf.value_and_grad_program(traced(rosen, x)), x)[1],
+                 rtol=1e-12)
+    v = np.random.default_rng(0).normal(size=x.shape)
+    assert_close(g @ v, central_jvp(rosen, x, v), rtol=1e-6)
+    # out= writes the split kernel's outputs into given arrays
+    out = (np.empty(()), np.empty_like(x))
+    run(x, out=out)
+    assert_close(out[1], g_ref, rtol=1e-12)
+
+
+def test_long_hvp_with_vector_blocks_is_split_and_matches_numpy(small_chunks, tmp_path,
+                                                              monkeypatch):
+    monkeypatch.setenv("NEWTONAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(numba_plan, "MAX_NEST_SINKS", 3)
+    x = np.linspace(-1.2, 1.1, 29)
+    hvp = tf.hvp_program(traced(rosen_blocks, x), 2)
+    plan = make_plan(hvp)
+    nests = [item for item in plan.items if isinstance(item, Nest)]
+    assert nests and all(len(n.sinks) <= 3 for n in nests)
+    kernel = numba_engine.lower(hvp)
+    assert kernel.chunks
+    fn, dispatcher, path = numba_engine.load(kernel)
+    run = numba_engine.make_runner(fn, kernel, dispatcher, path)
+    V = np.random.default_rng(1).normal(size=x.shape + (2,))
+    (hv,) = run(x, V)
+    (ref,) = numpy_eval.evaluate(hvp, x, V)
+    assert_close(hv, ref, rtol=1e-12)
+    gp = tf.grad_program(traced(rosen, x))
+    for c in range(2):  # H v against central differences of the vectorised gradient
+        fd = central_jvp(lambda y: numpy_eval.evaluate(gp, y)[0], x, V[:, c])
+        assert_close(hv[:, c], fd, rtol=1e-6, atol=1e-6)
+
+
+def test_kernels_under_the_bound_are_one_function():
+    x = np.linspace(-1.2, 1.1, 6)
+    kernel = numba_engine.lower(tf.value_and_grad_program(traced(rosen_loop, x)))
+    assert kernel.chunks == ()
+    assert kernel.source.count("@njit") == 1
+    assert "def chunk" not in kernel.source
+
+
+def test_default_bound_splits_a_long_program_into_chunks_within_it():
+    x = np.linspace(-1.2, 1.1, 301)  # ~3 000 steps, ~6 600 in the gradient
+    kernel = numba_engine.lower(tf.value_and_grad_program(traced(rosen_loop, x)))
+    bound = kernel_split.MAX_CHUNK_LINES
+    assert len(kernel.chunks) > 1
+    assert all(c.lines <= bound for c in kernel.chunks)
+    # the driver is one call per chunk
+    driver = kernel.source.split("def kernel(")[1]
+    assert driver.count("chunk") == len(kernel.chunks)
+
+
+def test_a_very_long_fused_chain_lowers_without_recursion(monkeypatch):
+    """A running sum over 20 000 scalar terms is one fused chain: lowering it must not
+    recurse once per step (it used to fall back to NumPy with a RecursionError)."""
+    x = np.linspace(-1.2, 1.1, 2001)
+    program = traced(rosen_loop, x)
+    assert len(program.steps) > 20000
+    kernel = numba_engine.lower(program)
+    assert kernel.chunks
