@@ -32,9 +32,10 @@ from .ad.program import Program
 from .ad.trace import interpret
 from .ad.var import Var, const_var
 
-# "numba": fused kernels compiled on first use and kept in the disk cache. "auto" (NumPy
-# until a program is hot, then numba) and "numpy" (the reference evaluator) are opt-ins.
-DEFAULT_ENGINE = os.environ.get("NEWTONAD_ENGINE", "numba")
+# "auto": NumPy at once, the numba kernel (compiled in a background process) once it is
+# ready. "numba" (compiled before the first call returns, kept in the disk cache) and
+# "numpy" (the reference evaluator, never compiles) are opt-ins.
+DEFAULT_ENGINE = os.environ.get("NEWTONAD_ENGINE", "auto")
 
 
 # ---- running derived programs ---------------------------------------------------------------
