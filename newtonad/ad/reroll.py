@@ -265,12 +265,13 @@ class _Rerolling:
         found = []
         runs: dict[int, list[int]] = {}
         reads = [self._reads(t) if t >= 0 else None for t in items]
+        strides = _Strides(reads)
         n = 0
         while n + MIN_TRIP <= len(sigs):
             m = 0
             for p in range(1, MAX_PERIOD + 1):
                 if (n + p < len(sigs) and sigs[n + p] == sigs[n]
-                        and _may_be_affine(reads, n, p)):
+                        and strides.may_be_affine(n, p)):
                     if p not in runs:
                         runs[p] = _run_lengths(sigs, p)
                     m, group = self._longest_group(make, n, p, (runs[p][n] + p) // p)
@@ -506,6 +507,43 @@ def _may_be_affine(reads: list[tuple[int, ...] | None], n: int, p: int) -> bool:
                     c != a + k * (b - a) for a, b, c in zip(first, second, other)):
                 return False
     return True
+
+
+class _Strides:
+    """:func:`_may_be_affine` for every start at once, with NumPy, over the items that
+    read the most common number of elements: O(items) per period instead of a Python
+    loop per start and period. Windows holding another item use the Python check."""
+
+    def __init__(self, reads: list[tuple[int, ...] | None]):
+        self.reads = reads
+        self.ok: dict[int, list[bool]] = {}
+        lengths = [len(r) if r is not None else -1 for r in reads]
+        width = max(set(lengths), key=lengths.count) if reads else -1
+        odd = np.array([n != width for n in lengths], dtype=np.int64)
+        self.odd_before = np.concatenate([[0], np.cumsum(odd)]).tolist()
+        self.table = np.array([r if n == width else (0,) * max(width, 0)
+                               for r, n in zip(reads, lengths)],
+                              dtype=np.int64).reshape(len(reads), max(width, 0))
+
+    def may_be_affine(self, n: int, p: int) -> bool:
+        end = n + MIN_TRIP * p
+        if end > len(self.reads):
+            return False
+        if self.odd_before[end] != self.odd_before[n]:
+            return _may_be_affine(self.reads, n, p)
+        if p not in self.ok:
+            # D[i] = reads[i + p] - reads[i]; affine over MIN_TRIP = 4 iterations at
+            # position i: D[i] == D[i + p] == D[i + 2p]
+            R = self.table
+            D = R[p:] - R[:-p]
+            same = np.all(D[:-p] == D[p:], axis=1) if len(D) > p else np.zeros(0, bool)
+            both = same[:-p] & same[p:] if len(same) > p else np.zeros(0, bool)
+            ok = np.ones(max(len(both) - p + 1, 0), bool)
+            for r in range(p):  # every position of the period
+                ok &= both[r:r + len(ok)]
+            self.ok[p] = ok.tolist()
+        ok = self.ok[p]
+        return n < len(ok) and ok[n]
 
 
 def _run_lengths(sigs: list, p: int) -> list[int]:
