@@ -408,3 +408,44 @@ def test_random_loops_equal_their_unrolled_programs(seed):
         xs = RNG.standard_normal(40)
         a, b = run(p, xs, y), run(q, xs, y)
         assert abs(a - b) <= 1e-12 * max(1.0, abs(a)), (a, b)
+
+
+@pytest.mark.parametrize("case", ["two_d", "stride2", "data"])
+def test_sparsity_patterns_equal_the_unrolled_programs(case):
+    def make():
+        def two_d(x):
+            X = x.reshape(6, 3)
+            s = 0.0
+            for i in range(6):
+                s += X[i, 2] * X[i, 0] - 0.5 * i * X[i, 1] ** 2
+            return s
+
+        def stride2(x):
+            s = 0.0
+            for i in range(len(x) // 2):
+                s = s + x[2 * i] * x[2 * i + 1] + np.sin(x[2 * i]) ** 2
+            return s
+
+        def data(x, w):
+            s = 0.0
+            for i in range(len(x) - 2):
+                s = s + w[i] * (x[i + 2] - x[i]) ** 2
+            return s
+
+        return {"two_d": two_d, "stride2": stride2, "data": data}[case]
+
+    args = (np.ones(16),) if case == "data" else ()
+    on = nad.hessian_sparsity(make())(np.ones(18), *args).toarray()
+    old = rr.REROLL
+    rr.REROLL = False
+    try:
+        f_off = make()
+        assert len(nad.trace(f_off, np.ones(18), *args).steps) > 30
+        off = nad.hessian_sparsity(f_off)(np.ones(18), *args).toarray()
+    finally:
+        rr.REROLL = old
+    assert on.any()
+    np.testing.assert_array_equal(on, off)
+    x = RNG.standard_normal(18)
+    H = nad.hessian(make(), engine="numpy")(x, *args)
+    assert np.all(on[H != 0])
