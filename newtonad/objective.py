@@ -370,14 +370,17 @@ class Objective:
                         ) -> Callable[[np.ndarray], np.ndarray]:
         """Return the linear map ``V -> H V`` at ``x``; the residuals at ``x`` are made once.
 
+        (With fewer than 128 entries of data, x and ``args`` together, every product is
+        one whole HVP pass instead: there the residuals cost more than they save.)
+
         Parameters
         ----------
         x : array_like
             The point: a finite float array of the shape ``f`` was written for.
         reuse_output : bool, optional
-            For inner loops: products of one vector are written into two arrays the map
-            owns, in turn, so a result is valid until the second product after it (no
-            allocation per product). Default False: every result is a new array.
+            For inner loops: products of one vector may be written into two arrays the
+            map owns, in turn, so a result is valid only until the second product after
+            it (no allocation per product). Default False: every result is a new array.
 
         Returns
         -------
@@ -406,10 +409,15 @@ class Objective:
 
         def hessp_at_x(V: Any) -> np.ndarray:
             V, k = as_frame(V, x.shape, "p")
+            if k not in linear and self._small(x):
+                # too little data for residuals to pay (see _LINEARIZE_FROM): each product
+                # is one whole HVP pass, as in hessp
+                run, data = self._compiled(x, "hvp", k, lambda program: tf.hvp_program(program, k))
+                linear[k] = (run, (x, *data))
             if k not in linear:
                 linear_run, known = self._linearized(x, k)
                 if reuse_output and k is None:
-                    linear_run = self._alternating_runner(x.shape, linear_run)
+                    linear_run = self._alternating_runner(x, linear_run)
                 linear[k] = (linear_run, known)
             linear_run, known = linear[k]
             (hv,) = linear_run(*known, V)
@@ -418,11 +426,18 @@ class Objective:
 
         return hessp_at_x
 
-    def _alternating_runner(self, shape: tuple, run: Callable) -> Callable:
-        """The :func:`_alternating` sibling of the linear runner ``run``, one per shape."""
+    def _alternating_runner(self, x: np.ndarray, run: Callable) -> Callable:
+        """The :func:`_alternating` sibling of the linear runner ``run`` (for one vector at
+        x's shape): kept with the traced program's derived runners, so objectives of one
+        function share it as they share ``run`` (making one costs milliseconds)."""
         kept = self._alternating
-        if kept is None or kept[0] != shape or kept[1] is not run:
-            kept = self._alternating = (shape, run, _alternating(run))
+        if kept is None or kept[0] != x.shape or kept[1] is not run:
+            derived = self._traced(x).derived
+            key = ("alternating-linear", None, self.engine)
+            pair = derived.get(key)
+            if pair is None or pair[0] is not run:
+                pair = derived[key] = (run, _alternating(run))
+            kept = self._alternating = (x.shape, run, pair[1])
         return kept[2]
 
     def hessp(self, x: Any, p: Any) -> np.ndarray:

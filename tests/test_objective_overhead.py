@@ -121,11 +121,12 @@ def test_hessp_at_one_point_linearises_once(n):
 # ---- reused outputs and the solvers' side ------------------------------------------------------
 
 def test_reused_outputs_alternate_and_stay_valid_for_one_more_product():
-    obj = nad.Objective(rosen)  # the numba engine: its runners can reuse outputs
-    x = _point(40)
+    n = 2 * objective._LINEARIZE_FROM  # smaller problems run whole HVP passes
+    obj = nad.Objective(rosen, engine="numba")  # compiled runners can reuse outputs
+    x = _point(n)
     H = scipy.optimize.rosen_hess(x)
     op = obj.linearize_hessp(x, reuse_output=True)
-    V = np.random.default_rng(1).standard_normal((4, 40))
+    V = np.random.default_rng(1).standard_normal((4, n))
     results = [op(v) for v in V[:2]]
     assert results[0] is not results[1]
     assert_close(results[0], H @ V[0], 1e-12, 1e-12)  # still valid after the next product
@@ -136,7 +137,7 @@ def test_reused_outputs_alternate_and_stay_valid_for_one_more_product():
     fresh = obj.linearize_hessp(x)  # the default: a new array per product
     a, b = fresh(V[0]), fresh(V[0])
     assert a is not b and np.shares_memory(a, b) is False
-    assert obj.linearize_hessp(x, reuse_output=True)(V[3]).shape == (40,)
+    assert obj.linearize_hessp(x, reuse_output=True)(V[3]).shape == (n,)
 
 
 def test_flat_problem_asks_for_reused_outputs_only_where_offered():
@@ -241,3 +242,14 @@ def test_a_large_captured_array_changed_in_its_last_entry_is_seen():
     expected = 2 * x
     expected[-1] *= 3.0
     assert_close(obj.jac(x), expected, 1e-14, 1e-14)
+
+
+def test_a_small_problem_s_operator_runs_whole_products_and_makes_no_residuals():
+    obj = nad.Objective(rosen, engine="numpy")
+    x = _point(5)
+    op = obj.linearize_hessp(x)
+    for j in range(3):
+        e = np.eye(5)[j]
+        assert_close(op(e), scipy.optimize.rosen_hess(x)[:, j], 1e-12, 1e-12)
+    assert (x.shape, "linearized_hvp", None) not in obj._runners
+    assert (x.shape, "hvp", None) in obj._runners and obj.nhev == 3
