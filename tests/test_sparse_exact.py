@@ -85,7 +85,7 @@ def _random_sparse_symmetric(n, seed, shift):
 def test_sparse_trs_matches_dense_trs(shift, radius):
     h, g = _random_sparse_symmetric(60, 1, shift)
     dense = solve_dense_trs(h.toarray(), g, radius)
-    for ordering in ("NATURAL", "MMD_AT_PLUS_A"):
+    for ordering in ("NATURAL", "MMD_AT_PLUS_A", "BANDED"):
         sol = solve_sparse_trs(h, g, radius, ordering=ordering)
         # both optimal to 1e-8: the same minimiser of the (generically unique) subproblem
         np.testing.assert_allclose(sol.p, dense.p, rtol=1e-6, atol=1e-6 * radius)
@@ -105,11 +105,16 @@ def test_sparse_trs_hard_case():
     assert abs(np.linalg.norm(sol.p) - 2.0) <= 1e-6
 
 
-def test_ordering_is_natural_for_banded_and_fill_reducing_for_arrow():
+def test_ordering_is_banded_for_narrow_bands_and_fill_reducing_for_arrow():
     n = 50
     tri = sp.csr_array(sp.diags_array([np.ones(n - 1), np.full(n, 4.0), np.ones(n - 1)],
                                       offsets=[-1, 0, 1]))
-    assert choose_ordering(tri) == "NATURAL"
+    assert choose_ordering(tri) == "BANDED"
+    assert choose_ordering(sp.csr_array(sp.eye_array(n))) == "BANDED"  # bandwidth 0
+    # a wide band with little in it: SuperLU, not a band of 11 diagonals
+    wide = sp.csr_array(sp.diags_array([np.ones(n - 10), np.full(n, 4.0), np.ones(n - 10)],
+                                       offsets=[-10, 0, 10]))
+    assert choose_ordering(wide) in ("NATURAL", "MMD_AT_PLUS_A")
     arrow = sp.lil_array((n, n))
     arrow[0, :] = 1.0
     arrow[:, 0] = 1.0
@@ -185,3 +190,89 @@ def test_dense_problem_above_the_dense_limit_is_refused_not_hung():
     with pytest.raises(ValueError, match="not sparse enough"):
         nad.minimize(lambda x: np.sum(x) ** 2 + np.sum(x ** 4), np.full(5001, 0.1),
                      method="trust-exact")
+
+
+# ---- the banded factorisation (narrow bands: LAPACK dpbtrf instead of SuperLU) ------------
+
+def _banded(n, offsets_values, diag):
+    diags = [np.full(n - abs(o), v) for o, v in offsets_values]
+    diags += [np.full(n - abs(o), v) for o, v in offsets_values]
+    offsets = [o for o, _ in offsets_values] + [-o for o, _ in offsets_values]
+    return sp.csr_array(sp.diags_array(diags + [diag], offsets=offsets + [0]))
+
+
+@pytest.mark.parametrize("shift", [4.0, 0.5, -1.0])
+@pytest.mark.parametrize("radius", [0.1, 1.0, 50.0])
+def test_banded_trs_takes_the_dense_path_steps(shift, radius):
+    """Same Cholesky factor as the dense path (natural order): same λ iterations."""
+    from newtonad.solvers.exact import ExactSubproblem
+
+    n = 40
+    h = _banded(n, [(1, -1.0), (2, 0.3)], shift + np.cos(np.arange(n)))
+    assert choose_ordering(h) == "BANDED"
+    g = np.sin(np.arange(n) + 1.0)
+    tol = {"k_easy": ExactSubproblem.k_easy, "k_hard": ExactSubproblem.k_hard}
+    dense = solve_dense_trs(h.toarray(), g, radius, **tol)
+    sol = solve_sparse_trs(h, g, radius, ordering="BANDED", **tol)
+    assert sol.iterations == dense.iterations and sol.hits_boundary == dense.hits_boundary
+    np.testing.assert_allclose(sol.p, dense.p, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(sol.lam, dense.lam, rtol=1e-9, atol=1e-12)
+
+
+def test_banded_near_null_and_indefinite_bound_are_the_dense_paths():
+    from scipy.linalg import cholesky
+
+    from newtonad.solvers.exact import _indefinite_bound, _near_null_vector
+    from newtonad.solvers.sparse_exact import _factoriser
+
+    n = 30
+    h = _banded(n, [(1, 1.0), (2, -0.4)], np.linspace(0.2, 3.0, n))
+    factorise = _factoriser(h, "BANDED")
+    lam = 4.0  # positive definite (diagonally dominant): the near-null estimate
+    fac = factorise(lam)
+    assert fac.definite
+    a = h.toarray() + lam * np.eye(n)
+    sigma, z = _near_null_vector(cholesky(a))
+    sigma2, zs = fac.near_null()
+    np.testing.assert_allclose(sigma2, sigma ** 2, rtol=1e-10)
+    np.testing.assert_allclose(zs, z, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(fac.curvature(z), z @ a @ z, rtol=1e-12)
+    # indefinite: the bound from the leading minor where Cholesky stops
+    shifted = h - 3.0 * sp.eye_array(n, format="csr")
+    fac = _factoriser(shifted, "BANDED")(0.0)
+    assert not fac.definite
+    from scipy.linalg import lapack
+    u, info = lapack.dpotrf(shifted.toarray(), lower=0, clean=1)
+    assert fac.first_bad == info - 1
+    np.testing.assert_allclose(fac.indefinite_bound(),
+                               _indefinite_bound(shifted.toarray(), u, info), rtol=1e-10)
+    assert fac.indefinite_bound() > 0
+
+
+def test_bandwidth_of_random_patterns():
+    from newtonad.solvers.sparse_exact import bandwidth
+
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        a = sp.random_array((25, 25), density=rng.uniform(0.0, 0.2), rng=rng, format="csr")
+        c = a.tocoo()
+        assert bandwidth(a) == int(np.abs(c.row.astype(int) - c.col).max(initial=0))
+
+
+# ---- bad input: a dense pattern ------------------------------------------------------------
+
+def test_a_pattern_just_over_the_limit_falls_back_with_its_density(capsys):
+    def banded_f(x):  # pentadiagonal Hessian: (5 * 12 - 6) / 144 = 38% non-zeros
+        return np.sum((x[2:] - x[:-2]) ** 2 * x[1:-1] ** 2) + np.sum(x ** 4)
+    obj = nad.Objective(banded_f, sparse=True, engine=ENGINE)
+    res = minimize(obj, np.linspace(-1, 1, 12), method="trust-exact", options={"disp": True})
+    out = capsys.readouterr().out
+    assert "38% non-zeros (more than 20%): using the dense path" in out
+    assert not sp.issparse(res.hess)
+
+
+def test_a_dense_pattern_above_the_dense_limit_says_so_in_disp(capsys):
+    with pytest.raises(ValueError, match="not sparse enough"):
+        nad.minimize(lambda x: np.sum(x) ** 2 + np.sum(x ** 4), np.full(5001, 0.1),
+                     method="trust-exact", options={"disp": True})
+    assert "more than 20% non-zeros: using the dense path" in capsys.readouterr().out

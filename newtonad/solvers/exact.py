@@ -33,6 +33,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 from scipy.linalg import lapack, solve_triangular
 
+from .linalg import dot
 from .trust_region import QuadraticModel, boundary_intersections
 
 _EPS = float(np.finfo(float).eps)
@@ -319,6 +320,18 @@ class ExactSubproblem(QuadraticModel):
         self._last_radius = math.inf
         self._lam_lo = 0.0
 
+    #: what a failed subproblem solve raises (λ overflowed: LAPACK met inf)
+    _solve_errors: tuple[type[BaseException], ...] = (ValueError, np.linalg.LinAlgError)
+
+    def _bounds_of(self, h: Any) -> HessianBounds:
+        """The λ-interval data of ``h`` (CGT 7.3.8)."""
+        return HessianBounds.of(h)
+
+    def _solve_trs(self, h: Any, g: np.ndarray, radius: float, lam_lo: float) -> DenseTRS:
+        """The subproblem at ``radius`` (:func:`solve_dense_trs`)."""
+        return solve_dense_trs(h, g, radius, k_easy=self.k_easy, k_hard=self.k_hard,
+                               maxiter=self.maxiter, bounds=self._bounds, lam_lo=lam_lo)
+
     def solve(self, trust_radius: float) -> tuple[np.ndarray, bool]:
         """Moré–Sorensen step for radius ``trust_radius`` (see :func:`solve_dense_trs`).
 
@@ -333,15 +346,14 @@ class ExactSubproblem(QuadraticModel):
             return self.steepest_descent_step(trust_radius)
         h, g = self.hess, self.jac
         if self._bounds is None:
-            self._bounds = HessianBounds.of(h)
+            self._bounds = self._bounds_of(h)
             if not all(math.isfinite(b) for b in self._bounds):  # nan / inf in H, or |H| ~ 1e308
                 self.hessian_failed()
                 return self.steepest_descent_step(trust_radius)
         lam_lo = self._lam_lo if trust_radius < self._last_radius else 0.0
         try:
-            sol = solve_dense_trs(h, g, trust_radius, k_easy=self.k_easy, k_hard=self.k_hard,
-                                  maxiter=self.maxiter, bounds=self._bounds, lam_lo=lam_lo)
-        except (ValueError, np.linalg.LinAlgError):  # λ overflowed: LAPACK met inf
+            sol: Optional[DenseTRS] = self._solve_trs(h, g, trust_radius, lam_lo)
+        except self._solve_errors:
             sol = None
         if sol is None or not np.isfinite(sol.p).all():
             self.hessian_failed()
@@ -349,5 +361,5 @@ class ExactSubproblem(QuadraticModel):
         self._last_radius, self._lam_lo = trust_radius, sol.lam_lo
         self.inner_iterations += sol.iterations
         p = sol.p
-        self._record(p, -(float(g @ p) + 0.5 * float(p @ (h @ p))))
+        self._record(p, -(dot(g, p) + 0.5 * dot(p, h @ p)))
         return p, sol.hits_boundary
