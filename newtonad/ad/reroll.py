@@ -419,6 +419,12 @@ class _Rerolling:
             pieces.append(self._interleave(new_steps, group.vectors, m))
             done = n + m * p
         pieces += step.inputs[done:]
+        if (len(pieces) == 1 and new_steps and new_steps[-1].output == pieces[0]
+                and self.slots[pieces[0]] == out):
+            last = new_steps.pop()  # the vector is the array: write it into its slot
+            self.folds[idx] = new_steps + [Step(last.primitive, last.inputs, last.params,
+                                                step.output)]
+            return
         if len(pieces) == 1:
             final = Step(reshape_p, (pieces[0],), (("shape", out.shape),), step.output)
         else:
