@@ -55,42 +55,45 @@ def _median_call(fun, repeat: int = 200) -> float:
     return float(np.median(times))
 
 
-def child(terms: int, engine: str, reroll: bool, what: str) -> dict:
-    """One measurement in this (fresh) process; returns a JSON-able record."""
+def child(terms: int, engine: str, reroll: bool | None, what: str) -> dict:
+    """One measurement in this (fresh) process; returns a JSON-able record.
+    ``reroll=None`` measures the vectorised form instead of the loop."""
     import newtonad as nad
     from newtonad.ad import reroll as rr
 
-    rr.REROLL = reroll
+    objective = rosen if reroll is None else rosen_loop
+    rr.REROLL = bool(reroll)
     rng = np.random.default_rng(0)
     x = rng.standard_normal(terms + 1)
     v = rng.standard_normal(terms + 1)
     record: dict[str, Any] = {"terms": terms, "engine": engine, "reroll": reroll, "what": what}
     t0 = time.perf_counter()
     if what == "grad":
-        got = nad.grad(rosen_loop, engine=engine)(x)
+        got = nad.grad(objective, engine=engine)(x)
         record["first"] = time.perf_counter() - t0
         want = nad.grad(rosen, engine="numpy")(x)
     else:
-        got = nad.hvp(rosen_loop, x, v, engine=engine)
+        got = nad.hvp(objective, x, v, engine=engine)
         record["first"] = time.perf_counter() - t0
         want = nad.hvp(rosen, x, v, engine="numpy")
     record["rel_err"] = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
-    record["steps"] = len(nad.trace(rosen_loop, x).steps)
+    record["steps"] = len(nad.trace(objective, x).steps)
     if what == "grad":
-        g_loop, g_vec = nad.grad(rosen_loop, engine=engine), nad.grad(rosen, engine=engine)
+        g_loop, g_vec = nad.grad(objective, engine=engine), nad.grad(rosen, engine=engine)
         record["per_call_loop"] = _median_call(lambda: g_loop(x))
         record["per_call_vec"] = _median_call(lambda: g_vec(x))
     else:
-        record["per_call_loop"] = _median_call(lambda: nad.hvp(rosen_loop, x, v, engine=engine))
+        record["per_call_loop"] = _median_call(lambda: nad.hvp(objective, x, v, engine=engine))
         record["per_call_vec"] = _median_call(lambda: nad.hvp(rosen, x, v, engine=engine))
     return record
 
 
-def measure(terms: int, engine: str, reroll: bool, what: str, timeout: float) -> dict:
+def measure(terms: int, engine: str, reroll: bool | None, what: str, timeout: float) -> dict:
     """Run :func:`child` in a fresh process with an empty kernel cache."""
     with tempfile.TemporaryDirectory(prefix="reroll-report-") as cache:
         env = dict(os.environ, NEWTONAD_CACHE_DIR=cache)
-        cmd = [sys.executable, __file__, "--child", str(terms), engine, str(int(reroll)), what]
+        flag = "vec" if reroll is None else str(int(reroll))
+        cmd = [sys.executable, __file__, "--child", str(terms), engine, flag, what]
         try:
             out = subprocess.run(cmd, env=env, capture_output=True, text=True,
                                  timeout=timeout, check=True)
@@ -113,25 +116,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--engines", default="numpy,numba")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--json", help="also write the records to this file")
+    parser.add_argument("--modes", default="vec,on,off",
+                        help="vec: the vectorised form; on / off: the loop, re-rolled or not")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         terms, engine, reroll, what = args.child
-        print(json.dumps(child(int(terms), engine, bool(int(reroll)), what)))
+        print(json.dumps(child(int(terms), engine,
+                               None if reroll == "vec" else bool(int(reroll)), what)))
         return
     records = []
+    modes = [{"vec": None, "on": True, "off": False}[m] for m in args.modes.split(",")]
     print("| terms | engine | reroll | steps | first grad s | first hvp s | grad/call µs "
           "(vectorised) | hvp/call µs (vectorised) |")
     print("|---|---|---|---|---|---|---|---|")
     for terms in map(int, args.terms.split(",")):
         for engine in args.engines.split(","):
-            for reroll in (True, False):
+            for reroll in modes:
                 g = measure(terms, engine, reroll, "grad", args.timeout)
                 h = measure(terms, engine, reroll, "hvp", args.timeout)
                 records += [g, h]
                 steps = g.get("steps", h.get("steps", "?"))
                 notes = "; ".join(r["note"] for r in (g, h) if "note" in r)
-                print(f"| {terms} | {engine} | {'on' if reroll else 'off'} | {steps} | "
+                mode = "vectorised" if reroll is None else "on" if reroll else "off"
+                print(f"| {terms} | {engine} | {mode} | {steps} | "
                       f"{_fmt(g['first'])} | {_fmt(h['first'])} | "
                       f"{_fmt(g.get('per_call_loop'), 1e6)} ({_fmt(g.get('per_call_vec'), 1e6)})"
                       f" | {_fmt(h.get('per_call_loop'), 1e6)} "
