@@ -4,7 +4,8 @@ Two models, written once in plain NumPy and used by both objectives:
 
 * ``logistic`` -- logistic regression, labels in {0, 1}:
   ``sum(log(1 + exp(X w)) - y * (X w))`` (dask-ml's loss, so its solvers can be compared);
-* ``decay`` -- non-linear least squares, ``y ~ w0 * exp(-(X w[1:])**2 / 4)``.
+* ``decay`` -- non-linear least squares, ``y ~ w0 * exp(-(X w[1:])**2 / 4)`` (one
+  parameter more than X has columns).
 
 The data are generated on the workers with ``dask.array.random`` (they never exist on
 the client); the in-memory objective gets the same arrays computed to this process.
@@ -36,8 +37,8 @@ def logistic(w, X, y):
 
 
 def decay(w, X, y):
-    """Non-linear least squares: ``y ~ w0 * exp(-(X[:, 1:] @ w[1:]) ** 2 / 4)``."""
-    return 0.5 * np.sum((w[0] * np.exp(-0.25 * (X[:, 1:] @ w[1:]) ** 2) - y) ** 2)
+    """Non-linear least squares: ``y ~ w0 * exp(-(X @ w[1:]) ** 2 / 4)``."""
+    return 0.5 * np.sum((w[0] * np.exp(-0.25 * (X @ w[1:]) ** 2) - y) ** 2)
 
 
 MODELS = {"logistic": logistic, "decay": decay}
@@ -53,16 +54,15 @@ def make_data(model, rows, cols, chunk_rows, seed=0):
     if model == "logistic":
         y = (X @ truth + noise > 0).astype(np.float64)
     else:
-        y = 2.0 * da.exp(-0.25 * (X[:, 1:] @ truth[1:]) ** 2) + 0.1 * noise
+        y = 2.0 * da.exp(-0.25 * (X @ truth) ** 2) + 0.1 * noise
     return X, y
 
 
 def start_point(model, cols):
-    """The solvers' starting point for ``model``."""
-    w = np.zeros(cols)
+    """The solvers' starting point for ``model`` on data of ``cols`` columns."""
     if model == "decay":
-        w[0], w[1:] = 1.0, 0.1
-    return w
+        return np.concatenate([[1.0], np.full(cols, 0.1)])
+    return np.zeros(cols)
 
 
 def warm_kernels(term, chunk_shapes, engine=ENGINE):
@@ -74,8 +74,8 @@ def warm_kernels(term, chunk_shapes, engine=ENGINE):
         obj = nad.Objective(term, args=(np.zeros((rows, cols)), np.zeros(rows)), engine=engine)
         w = start_point("decay" if term is decay else "logistic", cols)
         obj.value_and_grad(w)
-        obj.hessp(w, np.ones(cols))
-        obj.hessp(w, np.ones(cols))  # the second product linearises
+        obj.hessp(w, np.ones(w.size))
+        obj.hessp(w, np.ones(w.size))  # the second product linearises
         obj.fun(w + 0.1)  # after hessp: the residual program
 
 
@@ -117,8 +117,9 @@ class FiniteSumRound:
             local = client.compute([X, y], sync=True)
             self.obj = nad.Objective(term, args=tuple(local), engine=ENGINE)
         rng = np.random.default_rng(0)
-        self.w = start_point(model, COLS) + 0.01 * rng.normal(size=COLS)
-        self.p = rng.normal(size=COLS)
+        w = start_point(model, COLS)
+        self.w = w + 0.01 * rng.normal(size=w.size)
+        self.p = rng.normal(size=w.size)
         self.obj.hessp(self.w, self.p)
         self.obj.hessp(self.w, self.p)  # state (and linearisations) in place
 
