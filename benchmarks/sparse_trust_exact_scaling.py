@@ -9,10 +9,10 @@ the time per iteration (mean and median of the intervals)::
     .venv/bin/python benchmarks/sparse_trust_exact_scaling.py scaling [--sizes 1e4 1e5 1e6]
 
 ``surface`` solves minimal-surface (default n = 65 536, a 256 x 256 grid) to the default
-gtol with trust-exact and trust-ncg, in that order and again reversed, and prints
-iterations and seconds (warm kernels)::
+gtol with trust-ncg and trust-exact (warm kernels; with ``--repeats`` the order
+alternates) and prints iterations and seconds::
 
-    .venv/bin/python benchmarks/sparse_trust_exact_scaling.py surface [--n 65536]
+    .venv/bin/python benchmarks/sparse_trust_exact_scaling.py surface [--n 65536] [--repeats 1]
 
 ``--profile`` prints the hottest functions of one timed run.
 """
@@ -65,17 +65,16 @@ def scaling(sizes: list[int], names: list[str], maxiter: int, profile: bool) -> 
                   f" (linear: {n / base[0]:.0f})")
 
 
-def surface(n: int, profile: bool) -> None:
+def surface(n: int, methods: list[str], repeats: int, profile: bool) -> None:
     prob = problems.get("minimal-surface", n=n)
-    methods = ["trust-exact", "trust-ncg"]
     for method in methods:  # warm-up: kernels, pattern, colouring
-        _run(prob.fun, prob.x0, method, 2)
+        _run(prob.fun, prob.x0, method, 1)
     rows: dict[str, list] = {m: [] for m in methods}
-    for order in (methods, methods[::-1]):
-        for method in order:
+    for i in range(repeats):
+        for method in (methods if i % 2 == 0 else methods[::-1]):
             res, total, _ = _run(prob.fun, prob.x0, method, None, profile)
-            rows[method].append((res.nit, total, res.fun, float(np.linalg.norm(res.jac,
-                                                                              np.inf))))
+            rows[method].append((res.nit, total, res.fun, float(np.abs(res.jac).max())))
+            print(f"  {method}: nit = {res.nit}, {total:.2f} s", flush=True)
     for method, runs in rows.items():
         times = [r[1] for r in runs]
         nit, _, fun, gnorm = runs[0]
@@ -95,12 +94,14 @@ def main() -> None:
     sc.add_argument("--profile", action="store_true")
     su = sub.add_parser("surface")
     su.add_argument("--n", type=int, default=65536)
+    su.add_argument("--methods", nargs="+", default=["trust-ncg", "trust-exact"])
+    su.add_argument("--repeats", type=int, default=1)
     su.add_argument("--profile", action="store_true")
     opts = parser.parse_args()
     if opts.what == "scaling":
         scaling([int(s) for s in opts.sizes], opts.problems, opts.maxiter, opts.profile)
     else:
-        surface(opts.n, opts.profile)
+        surface(opts.n, opts.methods, opts.repeats, opts.profile)
 
 
 if __name__ == "__main__":

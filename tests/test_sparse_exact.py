@@ -276,3 +276,17 @@ def test_a_dense_pattern_above_the_dense_limit_says_so_in_disp(capsys):
         nad.minimize(lambda x: np.sum(x) ** 2 + np.sum(x ** 4), np.full(5001, 0.1),
                      method="trust-exact", options={"disp": True})
     assert "more than 20% non-zeros: using the dense path" in capsys.readouterr().out
+
+
+def test_the_envelope_bounds_the_natural_cholesky_factor():
+    from newtonad.solvers.sparse_exact import _envelope
+
+    rng = np.random.default_rng(8)
+    for _ in range(10):
+        n = 30
+        a = sp.random_array((n, n), density=0.06, rng=rng)
+        h = sp.csr_array(a + a.T + n * sp.eye_array(n))
+        lower = np.linalg.cholesky(h.toarray())
+        assert np.count_nonzero(np.abs(lower) > 0) <= _envelope(h)
+    tri = _banded(n, [(1, 1.0)], np.full(n, 4.0))
+    assert _envelope(tri) == 2 * n - 1  # exact for a band
