@@ -79,11 +79,10 @@ class _Point:
     (:meth:`move_to`), so nothing computed at one point is ever read at another.
 
     A point is remembered by value (scipy passes copies of ``x``): small points by their
-    bytes, so the test is one bytes comparison; larger ones by a private copy compared a
-    chunk at a time (:func:`~newtonad.ad.captures.same_contents`: a new point usually
-    differs in its first entries, and is told apart after a few hundred), copied once on
-    a miss, into the previous point's copy when nothing else holds that (no allocation:
-    a fresh array of 8 MB costs page faults on its first touch).
+    bytes, so the test is one bytes comparison; larger ones by a private copy whose first
+    entries are compared first (:func:`~newtonad.ad.captures.same_contents`: a new point
+    usually differs there, and is told apart at once), copied once on a miss, into the
+    previous point's copy when nothing else holds that (no allocation per point).
     """
 
     __slots__ = ("key", "x", "value", "grad", "linear", "products")
