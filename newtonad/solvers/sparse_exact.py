@@ -19,9 +19,20 @@ sparse factors:
   eigenvector from ``eigsh`` in shift-invert mode was tried first: its hard-case
   steps are as valid but differ from the dense path's, and so did the iterates.)
 
-The ordering is chosen once per Hessian pattern: the natural order when it makes no
-more fill than the minimum-degree ordering of ``A + Aᵀ`` (banded Hessians, where the
-iterates then follow the dense path's to rounding), else the minimum-degree one.
+The factorisation is chosen once per Hessian pattern (:func:`choose_ordering`):
+
+* a narrow band (tridiagonal, pentadiagonal, ...): LAPACK's banded Cholesky
+  (``dpbtrf``) in the natural order -- the dense path's factor, so its iterates to
+  rounding, in O(n b²) and about fifteen times faster than SuperLU on a tridiagonal
+  matrix (SuperLU's supernodal set-up costs ~0.7 µs per column there);
+* otherwise SuperLU as above, in the natural order when its envelope holds no more
+  than the minimum-degree factor of ``A + Aᵀ``, else in the minimum-degree order
+  (on the 256 x 256 minimal-surface grid: 6.2 M entries in L + U, against 7.9 M for
+  ``MMD_ATA`` and 9.1 M for ``COLAMD``, factorised in 2.0 s against 2.8 s and 2.9 s in
+  one run on a loaded machine).
+
+Work that does not depend on λ (the band storage; ``H`` in CSC with its diagonal
+stored) is done once per Hessian, so each λ costs one factorisation.
 """
 
 from __future__ import annotations
