@@ -217,7 +217,62 @@ def compile_report(steps: int) -> dict[str, Any]:
         env = dict(os.environ, NEWTONAD_CACHE_DIR=d, NUMBA_CACHE_DIR=d)
         code = _COMPILE.format(here=here, steps=steps)
         res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             text=True, check=True)
+                             text=True, check=True, cwd=d)  # not the checkout's newtonad
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+_FIRST = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+import newtonad as nad
+sys.path.insert(0, {here!r})
+from pipeline_report import rosen, rosen_loop
+try:
+    from newtonad.ad import reroll
+    reroll.REROLL = {reroll}
+except ImportError:
+    pass
+from newtonad.ad import transforms as tf
+from newtonad.ad.engine import numpy_eval
+x = np.linspace(-1.2, 1.1, {terms} + 1)
+v = np.cos(np.arange(x.size))
+t1, c1 = time.perf_counter(), time.process_time()
+if {what!r} == "grad":
+    out = nad.grad(rosen_loop, engine="numpy")(x)
+    ref = nad.grad(rosen, engine="numpy")(x)
+else:
+    out = nad.hvp(rosen_loop, x, v, engine="numpy")
+    ref = nad.hvp(rosen, x, v, engine="numpy")
+t2, c2 = time.perf_counter(), time.process_time()
+# the pipeline's share: the same derivation again without evaluating (caches cleared)
+tf.grad_program.cache_clear()
+numpy_eval.compile_program.cache_clear()
+from newtonad.ad.program import Slot
+from newtonad.ad.trace import trace_function
+t3, c3 = time.perf_counter(), time.process_time()
+p = nad.trace(rosen_loop, x) if {reroll} else trace_function(rosen_loop, [Slot(x.shape)]).program
+d = tf.value_and_grad_program(p) if {what!r} == "grad" else tf.hvp_program(p, None)
+t4, c4 = time.perf_counter(), time.process_time()
+err = float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))
+print(json.dumps(dict(what={what!r}, terms={terms}, reroll={reroll}, import_s=t1 - t0,
+                      first_s=t2 - t1, first_cpu=c2 - c1, pipeline_s=t4 - t3,
+                      pipeline_cpu=c4 - c3, steps=len(p.steps),
+                      derived_steps=len(d.steps), rel_error=err)))
+"""
+
+
+def first_report(what: str, terms: int, reroll: bool) -> dict[str, Any]:
+    """Seconds to the first ``grad`` or ``hvp`` (NumPy engine) of the ``terms``-term loop
+    in a fresh process with an empty kernel cache, after ``import newtonad``; the
+    derivation's share (trace and transforms, timed again); the error against the
+    vectorised Rosenbrock. ``reroll``: with loop re-rolling (if this newtonad has it)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, NEWTONAD_CACHE_DIR=d, NUMBA_CACHE_DIR=d)
+        code = _FIRST.format(here=here, terms=terms, what=what, reroll=reroll)
+        res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True, cwd=d)  # not the checkout's newtonad
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -228,7 +283,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--stages", default=",".join(STAGES))
     ap.add_argument("--compile", type=int, nargs="*", metavar="STEPS",
                     help="instead: numba compile of these program sizes, fresh processes")
+    ap.add_argument("--targets", action="store_true",
+                    help="instead: issue 13's first-grad (500 terms) and first-hvp (2000 terms) "
+                         "targets on the NumPy engine, with and without loop re-rolling")
     a = ap.parse_args(argv)
+    if a.targets:
+        for reroll in (False, True):
+            print(json.dumps(first_report("grad", 500, reroll)), flush=True)
+            print(json.dumps(first_report("hvp", 2000, reroll)), flush=True)
+        return
     if a.compile is not None:
         for steps in a.compile or [2000, 20000]:
             print(json.dumps(compile_report(steps)), flush=True)

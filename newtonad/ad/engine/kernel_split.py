@@ -35,9 +35,13 @@ from .printer import print_lines
 
 #: Kernels of at most this many lines of code are generated as one function (as they
 #: always were); longer ones are split into chunks of at most this many lines.
-#: Measured on the 22 000-step gradient of the scalar Rosenbrock loop (numba 0.68, this
-#: machine): chunks of 250 lines compiled fastest (see benchmarks/pipeline_report.py
-#: --compile and the chunk-size table in the module notes below).
+#: Measured on the gradient of the 200-term scalar Rosenbrock loop (4 406 steps, about
+#: 9 000 lines; numba 0.68, this machine, CPU seconds of the compile in a fresh process
+#: with empty caches): one function 53.5 s; chunks of 250 lines 11.5 s (17 functions),
+#: of 500 lines 11.6 s; chunks of 1 000 and 4 000 lines were 2x and 7x slower than 250
+#: in the same (loaded) run. Below ~250 lines the cost per function (typing set-up,
+#: one LLVM module each) starts to show; above it LLVM's super-linear cost does.
+#: ``benchmarks/pipeline_report.py --compile`` measures it.
 MAX_CHUNK_LINES = 250
 
 
