@@ -69,10 +69,12 @@ def x0_for(kind: str, steps: int) -> np.ndarray:
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """CPU seconds of ``fn()`` (this process's own time: robust when other processes
+    load the machine) and its result."""
     gc.collect()
-    t = time.perf_counter()
+    t = time.process_time()
     out = fn()
-    return time.perf_counter() - t, out
+    return time.process_time() - t, out
 
 
 def stage_times(kind: str, steps: int, stages: list[str] | None = None) -> dict[str, Any]:
@@ -166,7 +168,7 @@ def table(kind: str, sizes: list[int], stages: list[str]) -> str:
     for n in sizes:
         rows[n] = stage_times(kind, n, stages)
     head = f"{'stage':16s}" + "".join(f"{rows[n]['steps']:>12d}" for n in sizes)
-    lines = [f"microseconds per step ({kind} loop); columns: traced program steps",
+    lines = [f"CPU microseconds per step ({kind} loop); columns: traced program steps",
              head, "-" * len(head)]
     for stage in stages:
         if not all(stage in rows[n] for n in sizes):
