@@ -402,9 +402,20 @@ class Objective:
         >>> hessp_at_x(np.array([1.0, 0.0])), hessp_at_x(np.array([0.0, 1.0]))
         (array([6., 0.]), array([ 0., 12.]))
         """
-        x = self._check(x).copy()
+        x = self._check(x)
         self._second_order = True
         linear: dict[int | None, tuple] = {}  # frame width -> (linear runner, its inputs)
+        at = self._at
+        if at.x is not None and None in at.linear and _is_point(at.key, x):
+            # x is the current point and its residuals are there (a Newton solver's
+            # gradient pass made them): take them now, with the record's private copy
+            # of x, which a linearisation keeps for good (no copy of x here)
+            x = at.x
+            linear[None] = at.linear[None]
+            if reuse_output:
+                linear[None] = (self._alternating_runner(x, linear[None][0]), linear[None][1])
+        else:
+            x = x.copy()
 
         def hessp_at_x(V: Any) -> np.ndarray:
             V, k = as_frame(V, x.shape, "p")

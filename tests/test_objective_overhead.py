@@ -253,3 +253,19 @@ def test_a_small_problem_s_operator_runs_whole_products_and_makes_no_residuals()
         assert_close(op(e), scipy.optimize.rosen_hess(x)[:, j], 1e-12, 1e-12)
     assert (x.shape, "linearized_hvp", None) not in obj._runners
     assert (x.shape, "hvp", None) in obj._runners and obj.nhev == 3
+
+
+def test_an_operator_taken_at_the_current_point_outlives_the_point():
+    """linearize_hessp at the point whose residuals the gradient pass made takes them
+    (and the record's copy of x) at once; both stay valid after the objective moves on."""
+    obj = nad.Objective(rosen, engine="numpy")
+    v = np.random.default_rng(3).standard_normal(LARGE)
+    obj.hessp(_point(LARGE), v)  # Newton use from here on
+    x2 = _point(LARGE, 0.1)
+    obj.jac(x2)  # makes x2's residuals
+    op = obj.linearize_hessp(x2.copy())
+    for shift in (0.2, 0.3, 0.4):
+        obj.jac(_point(LARGE, shift))
+    assert_close(op(v), scipy.optimize.rosen_hess_prod(x2, v), 1e-12, 1e-12)
+    assert_close(op(np.stack([v, 2 * v], axis=1))[:, 1],
+                 scipy.optimize.rosen_hess_prod(x2, 2 * v), 1e-12, 1e-12)
