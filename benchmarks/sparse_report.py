@@ -16,7 +16,8 @@ asv suites ``bench_sparse`` and ``bench_least_squares`` track the same numbers.
 1. **Sparse Hessians** of chained Rosenbrock and the minimal surface at n = 1e3 ... 1e6
    (the surface at the nearest square): pattern non-zeros, the largest row count,
    colours of the star colouring; seconds of the first call (trace, pattern,
-   colouring, recovery plan, kernels), of one warm sparse Hessian and of one bare HVP
+   colouring, recovery plan, and kernels compiled or loaded from the disk cache: it
+   depends on the cache's state), of one warm sparse Hessian and of one bare HVP
    frame of as many columns, and their ratio (target <= 3); the dense Hessian from
    identity frames where it fits (n <= 1e4) and its ratio to the sparse one.
 2. **Solvers**: ``nad.minimize`` with trust-exact on ``Objective(f, sparse=True)``,
@@ -227,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         out["hessian"] = hessian_rows(sizes, bs.DENSE_LIMIT)
         print("## Sparse Hessians: one coloured HVP frame, against the dense identity "
               "frames\n\nmax row: the pattern's largest row count; first s: the first call "
-              "(trace, pattern, colouring, plan, kernels); sparse s / frame s: one warm "
+              "(trace, pattern, colouring, plan, kernels compiled or loaded from the disk "
+              "cache); sparse s / frame s: one warm "
               "sparse Hessian / one bare HVP frame of k = colours columns; dense s: "
               "nad.hessian from identity frames (n <= 1e4)\n")
         print(hessian_table(out["hessian"]) + "\n", flush=True)
