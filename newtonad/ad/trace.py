@@ -80,13 +80,15 @@ def to_program(inputs: Sequence[Var], outputs: Sequence[Var], stop: int = -1
         return len(slots) - 1
 
     def add_step(primitive: Primitive, in_slots: tuple[int, ...], params: dict, aval: Slot) -> int:
-        key_params = tuple(sorted(params.items()))
+        key_params = tuple(sorted(params.items())) if params else ()
         key = (primitive, in_slots, key_params)
-        if key not in memo:
-            out = new_slot(aval)
+        out = memo.get(key)
+        if out is None:
+            slots.append(aval)
+            out = len(slots) - 1
             steps.append(Step(primitive, in_slots, key_params, out))
             memo[key] = out
-        return memo[key]
+        return out
 
     input_slots = []
     for v in inputs:
@@ -96,18 +98,19 @@ def to_program(inputs: Sequence[Var], outputs: Sequence[Var], stop: int = -1
         input_slots.append(slot_of[v.id])
     closed: list[Var] = []
     for var in toposort(outputs, stop):
-        if var.id in slot_of:
+        vid = var.id
+        if vid in slot_of:
             continue
         if var.const:
-            slot_of[var.id] = add_step(const_p, (), const_params(var.value), var.aval)
-        elif var.creator is None or var.id < stop:
-            slot_of[var.id] = new_slot(var.aval)
-            input_slots.append(slot_of[var.id])
+            slot_of[vid] = add_step(const_p, (), const_params(var.value), var.aval)
+        elif var.creator is None or vid < stop:
+            slot_of[vid] = new_slot(var.aval)
+            input_slots.append(slot_of[vid])
             closed.append(var)
         else:
             op = var.creator
-            in_slots = tuple(slot_of[a.id] for a in op.args)
-            slot_of[var.id] = add_step(op.primitive, in_slots, op.params, var.aval)
+            slot_of[vid] = add_step(op.primitive, tuple([slot_of[a.id] for a in op.args]),
+                                    op.params, var.aval)
     program = Program.checked_by_construction(tuple(slots), tuple(steps), tuple(input_slots),
                                               tuple(slot_of[v.id] for v in outputs))
     return program, closed
