@@ -418,7 +418,7 @@ def test_random_loops_equal_their_unrolled_programs(seed):
         assert abs(a - b) <= 1e-12 * max(1.0, abs(a)), (a, b)
 
 
-@pytest.mark.parametrize("case", ["two_d", "stride2", "data"])
+@pytest.mark.parametrize("case", ["two_d", "stride2", "data", "windows"])
 def test_sparsity_patterns_equal_the_unrolled_programs(case):
     def make():
         def two_d(x):
@@ -440,9 +440,15 @@ def test_sparsity_patterns_equal_the_unrolled_programs(case):
                 s = s + w[i] * (x[i + 2] - x[i]) ** 2
             return s
 
-        return {"two_d": two_d, "stride2": stride2, "data": data}[case]
+        def windows(x, w):
+            s = 0.0
+            for a in range(0, len(x) - 5, 2):
+                s = s + np.sum(w * np.sin(x[a:a + 5])) * x[a]
+            return s
 
-    args = (np.ones(16),) if case == "data" else ()
+        return {"two_d": two_d, "stride2": stride2, "data": data, "windows": windows}[case]
+
+    args = {"data": (np.ones(16),), "windows": (np.ones(5),)}.get(case, ())
     on = nad.hessian_sparsity(make())(np.ones(18), *args).toarray()
     old = rr.REROLL
     rr.REROLL = False
@@ -457,3 +463,31 @@ def test_sparsity_patterns_equal_the_unrolled_programs(case):
     x = RNG.standard_normal(18)
     H = nad.hessian(make(), engine="numpy")(x, *args)
     assert np.all(on[H != 0])
+
+
+def test_loops_over_blocks_fold_into_two_dimensional_steps():
+    def blocks(x):   # Rosenbrock over blocks of 8 entries: the blocks tile x
+        s = 0.0
+        for a in range(0, x.shape[0] - 8, 8):
+            lo, hi = x[a:a + 8], x[a + 1:a + 9]
+            s = s + np.sum(100 * (hi - lo ** 2) ** 2 + (1 - lo) ** 2)
+        return s
+
+    def windows(x, w):  # overlapping windows: a gather
+        s = 0.0
+        for a in range(0, len(x) - 5, 2):
+            s = s + np.sum(w * np.sin(x[a:a + 5])) * x[a]
+        return s
+
+    w = RNG.standard_normal(5)
+    for f, args in ((blocks, ()), (windows, (w,))):
+        p, q = assert_same_values(f, np.zeros(81), *args)
+        assert len(q.steps) < 20 < len(p.steps)
+    x = RNG.standard_normal(81)
+    assert_close(nad.grad(blocks, engine="numpy")(x), nad.grad(rosen_vec, engine="numpy")(x),
+                 1e-10, 1e-10, "blocks grad")
+    V = RNG.standard_normal(81)
+    HV = nad.hvp(windows, x, V, (w,), engine="numpy")
+    g = nad.grad(windows, engine="numpy")
+    assert_close(HV, central_jvp(lambda z: g(z, w), x, V, eps=1e-5), 1e-5, 1e-5, "windows hvp")
+    assert_close(nad.grad(windows, engine="numba")(x, w), g(x, w), 1e-12, 1e-12, "numba")

@@ -29,7 +29,12 @@ is folded only when, position by position, the slots of its ``m`` iterations for
   one strided ``slice`` of ``x``;
 * scalar constants of one dtype: one array constant;
 * the same elementwise primitive with the same params, applied to vector nodes: the
-  primitive applied to the vectors.
+  primitive applied to the vectors;
+* a block ``x[a:a + L]`` of a 1-D slot whose start ``a`` advances by a constant stride:
+  an ``(m, L)`` slot, one slice reshaped when the blocks tile ``x``, a gather of constant
+  indices otherwise; ``reduce_sum`` of such values over their own axes becomes one
+  ``reduce_sum`` over the same axes shifted by one (a loop over blocks), and operands
+  of fewer axes are reshaped to broadcast per iteration.
 
 Each vector element is therefore computed by exactly the floating-point operations of
 its iteration, on the same operands. The only difference is the order of the sum: the
@@ -52,7 +57,7 @@ arithmetic is reordered there.
 
 A group is left as it is (never folded partially wrong) when a term reads an accumulator
 of its own chain (a recurrence), when an index is not affine in the iteration number,
-when an operand is not a scalar, or when a primitive is not elementwise. A value computed
+or when a primitive is not elementwise (or a sum over a block). A value computed
 in an iteration and read outside the group ends the group before that iteration; only
 the group's first and last iterations may have such values, which then stay computed by
 their scalar steps too (correct, at the cost of one iteration's work). A prefix or
@@ -82,6 +87,7 @@ from .primitives.elementwise import add_p, neg_p, sub_p
 from .primitives.structural import (
     broadcast_to_p,
     concatenate_p,
+    gather_p,
     reduce_sum_p,
     reshape_p,
     slice_p,
@@ -620,9 +626,9 @@ class _Group:
         owner = self.owner
         s0 = slots[0]
         if s0 == slots[1] and all(s == s0 for s in slots):
-            if self._forbidden(s0) or not owner.scalar[s0]:
+            if self._forbidden(s0):
                 raise _Bail(0)
-            return ("inv", s0)
+            return ("inv", s0)  # broadcast: it lines up with the trailing axes
         if slots in self.memo:
             return self.memo[slots]
         if s0 in owner.element:
@@ -630,7 +636,7 @@ class _Group:
         else:
             step_at, aval, chain_pos = owner.step_at, owner.aval, owner.chain_pos
             first = step_at[s0]
-            if first is None or not owner.scalar[s0]:
+            if first is None:
                 raise _Bail(0)
             prim, params, arity, a0 = first.primitive, first.params, len(first.inputs), aval[s0]
             steps = []
@@ -639,22 +645,69 @@ class _Group:
                 if (step is None or step.primitive is not prim or aval[s] != a0
                         or chain_pos.get(s, -1) >= self.lowest_acc):
                     raise _Bail(k)
-                if prim is not const_p and (step.params != params or len(step.inputs) != arity):
-                    raise _Bail(k)
+                if len(step.inputs) != arity or (step.params != params
+                                                 and prim is not const_p and prim is not slice_p):
+                    raise _Bail(k)  # (constants and block reads check their params below)
                 steps.append(step)
-            if prim is const_p:
+            shape = owner.slots[s0].shape  # of one iteration's value
+            if prim is const_p and shape == ():
                 out = self._constants(steps)
+            elif prim is slice_p and len(shape) == 1:
+                out = self._block_read(steps)
             elif prim.kind == "elementwise":
                 args = [self.vector(tuple(step.inputs[r] for step in steps))
                         for r in range(arity)]
-                out = self.emit(prim, tuple(slot for _, slot in args), params)
-                if self.slot(out).shape != (self.m,):
+                inputs = tuple(self._aligned(kind, slot, len(shape)) for kind, slot in args)
+                out = self.emit(prim, inputs, params)
+                if self.slot(out).shape != (self.m,) + shape:
+                    raise _Bail(0)
+                self.private.append(slots)
+            elif prim is reduce_sum_p:
+                (kind, arg), = [self.vector(tuple(step.inputs[0] for step in steps))]
+                if kind == "inv":
+                    raise _Bail(0)
+                axes = tuple(a + 1 for a in first.kwargs["axes"])
+                out = self.emit(reduce_sum_p, (arg,), (("axes", axes),))
+                if self.slot(out).shape != (self.m,) + shape:
                     raise _Bail(0)
                 self.private.append(slots)
             else:
                 raise _Bail(0)
         self.memo[slots] = ("vec", out)
         return self.memo[slots]
+
+    def _aligned(self, kind: str, slot: int, rank: int) -> int:
+        """A batched operand ``(m,) + s`` reshaped to ``(m,) + (1,) * k + s`` so it
+        broadcasts per iteration against values of ``rank`` axes (invariants as they are)."""
+        shape = self.slot(slot).shape
+        if kind == "inv" or len(shape) - 1 == rank:
+            return slot
+        ones = (1,) * (rank - (len(shape) - 1))
+        return self.emit(reshape_p, (slot,), (("shape", (self.m,) + ones + shape[1:]),))
+
+    def _block_read(self, steps: list[Step]) -> int:
+        """``x[a_k:a_k + L]`` in iteration k, ``a_k = a0 + c*k``: a ``(m, L)`` slot -- one
+        slice when the blocks tile ``x`` (``c == L``), a gather otherwise."""
+        x = steps[0].inputs[0]
+        if self.owner.slots[x].ndim != 1:
+            raise _Bail(0)
+        starts = []
+        for k, step in enumerate(steps):
+            ((a, b, c),) = step.kwargs["slices"]
+            if step.inputs[0] != x or c != 1 or b is None or a < 0:
+                raise _Bail(k)
+            starts.append(a)
+        length = self.owner.slots[steps[0].output].shape[0]
+        a0, c = starts[0], starts[1] - starts[0]
+        for k, a in enumerate(starts):
+            if a != a0 + c * k:
+                raise _Bail(k)
+        if c == length:
+            flat = self.emit(slice_p, (x,), (("slices", ((a0, a0 + c * self.m, 1),)),))
+            return self.emit(reshape_p, (flat,), (("shape", (self.m, length)),))
+        index = (a0 + c * np.arange(self.m)[:, None] + np.arange(length)).astype(np.int64)
+        idx = self.emit(const_p, (), (("dtype", "int64"), ("value", ArrayConst(index))))
+        return self.emit(gather_p, (x, idx), (("axis", 0),))
 
     def _constants(self, steps: list[Step]) -> int:
         dtype = steps[0].kwargs["dtype"]
