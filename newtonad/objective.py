@@ -545,9 +545,17 @@ class Objective:
         if self.sparse:
             return self.sparse_hess(x)
         n = x.size
+        chunks = frame_chunks(n, n)
+        if len(chunks) == 1:
+            # One frame of n columns: one whole HVP pass. Residuals kept for later frames
+            # would not pay (a residual pass and a linear pass cost more than the one).
+            run, data = self._compiled(x, "hvp", n, lambda program: tf.hvp_program(program, n))
+            self.nhev += n
+            (frame,) = run(x, *data, identity_columns(n, 0, n).reshape(x.shape + (n,)))
+            return frame.reshape(x.shape + x.shape)
         out = np.empty((n, n))
         lin = self.linearize_hessp(x)
-        for a, b in frame_chunks(n, n):
+        for a, b in chunks:
             E = identity_columns(n, a, b)
             out[:, a:b] = lin(E.reshape(x.shape + (b - a,))).reshape(n, b - a)
         return out.reshape(x.shape + x.shape)

@@ -269,3 +269,12 @@ def test_an_operator_taken_at_the_current_point_outlives_the_point():
     assert_close(op(v), scipy.optimize.rosen_hess_prod(x2, v), 1e-12, 1e-12)
     assert_close(op(np.stack([v, 2 * v], axis=1))[:, 1],
                  scipy.optimize.rosen_hess_prod(x2, 2 * v), 1e-12, 1e-12)
+
+
+def test_a_dense_hessian_in_one_frame_is_one_whole_pass():
+    obj = nad.Objective(rosen, engine="numpy")
+    x = _point(300)
+    assert_close(obj.hess(x), scipy.optimize.rosen_hess(x), 1e-12, 1e-12)
+    assert (x.shape, "hvp", 300) in obj._runners
+    assert not any(key[1] == "linearized_hvp" for key in obj._runners)  # no residual pass
+    assert obj.nhev == 300
