@@ -328,19 +328,28 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     parser.add_argument("--only", choices=["1", "2", "3"], help="one section")
+    parser.add_argument("--rows", type=int, default=2**20, help="rows of section 1")
+    parser.add_argument("--mib-per-worker", type=int, default=128, help="section 3")
+    parser.add_argument("--big-mib", type=int, default=1600, help="data of section 2")
+    parser.add_argument("--big-workers", type=int, default=12, help="workers of section 2")
+    parser.add_argument("--memory-limit-mib", type=int, default=400,
+                        help="one worker's memory_limit in section 2")
+    parser.add_argument("--lbfgs-iterations", type=int, default=100,
+                        help="dask-ml lbfgs max_iter in section 2")
     args = parser.parse_args(argv)
     quick = args.quick
     repeat = 5 if quick else 15
     if args.only in (None, "1"):
-        against_in_memory(2**14 if quick else 2**20, 32, repeat)
+        against_in_memory(2**14 if quick else args.rows, 32, repeat)
     if args.only in (None, "3"):
-        weak_scaling(8 if quick else 128, 64, repeat)
+        weak_scaling(8 if quick else args.mib_per_worker, 64, repeat)
     if args.only in (None, "2"):
         if quick:
             beyond_one_worker(64, 2, 400, 16, repeat)
         else:
-            beyond_one_worker(1600, 12, 400, 64, repeat, methods=("newton-cg",),
-                              lbfgs_iterations=100)
+            beyond_one_worker(args.big_mib, args.big_workers, args.memory_limit_mib, 64,
+                              repeat, methods=("newton-cg",),
+                              lbfgs_iterations=args.lbfgs_iterations)
 
 
 if __name__ == "__main__":

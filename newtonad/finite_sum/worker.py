@@ -62,6 +62,9 @@ class _TermState:
         self.objectives: dict[Hashable, Any] = {}  # chunk key -> Objective on that chunk
         self.blocks: dict[Hashable, tuple] = {}  # chunk key -> the arrays it binds
         self.points: dict[Hashable, tuple[int, np.ndarray]] = {}  # chunk key -> (id, w)
+        # one round at a time per process: a worker with several threads, or the
+        # out-of-band calls beside a task, must not trace or compile the term twice at once
+        self.lock = threading.RLock()
 
     def objective(self, key: Hashable, block: tuple) -> Any:
         """The chunk's Objective; a new one when the chunk's arrays were recomputed."""
@@ -127,11 +130,12 @@ def value_and_grad_group(spec: TermSpec, point_id: int, w: np.ndarray,
     """
     state = _state(spec)
     value, grad = 0.0, np.zeros_like(w)
-    for key, block in zip(keys, blocks):
-        f, g = state.objective(key, _as_block(block)).value_and_grad(w)
-        state.points[key] = (point_id, w)
-        value += f
-        grad += g
+    with state.lock:
+        for key, block in zip(keys, blocks):
+            f, g = state.objective(key, _as_block(block)).value_and_grad(w)
+            state.points[key] = (point_id, w)
+            value += f
+            grad += g
     return pickle.dumps(Partial(value, grad, [(_address(), list(keys))]), protocol=5)
 
 
@@ -144,12 +148,13 @@ def hvp_group(spec: TermSpec, point_id: int, w: np.ndarray, p: np.ndarray,
     """
     state = _state(spec)
     out = np.zeros(p.shape)
-    for key, block in zip(keys, blocks):
-        obj = state.objective(key, _as_block(block))
-        if state.points.get(key, (None,))[0] != point_id:
-            obj.value_and_grad(w)
-            state.points[key] = (point_id, w)
-        out += obj.hessp(w, p)
+    with state.lock:
+        for key, block in zip(keys, blocks):
+            obj = state.objective(key, _as_block(block))
+            if state.points.get(key, (None,))[0] != point_id:
+                obj.value_and_grad(w)
+                state.points[key] = (point_id, w)
+            out += obj.hessp(w, p)
     return pickle.dumps(Partial(0.0, out, [(_address(), list(keys))]), protocol=5)
 
 
@@ -161,11 +166,12 @@ def value_and_grad_here(name: str, point_id: int, w: np.ndarray,
     if state is None or any(key not in state.objectives for key in keys):
         return None
     value, grad = 0.0, np.zeros_like(w)
-    for key in keys:
-        f, g = state.objectives[key].value_and_grad(w)
-        state.points[key] = (point_id, w)
-        value += f
-        grad += g
+    with state.lock:
+        for key in keys:
+            f, g = state.objectives[key].value_and_grad(w)
+            state.points[key] = (point_id, w)
+            value += f
+            grad += g
     return pickle.dumps(Partial(value, grad), protocol=5)
 
 
@@ -186,10 +192,11 @@ def hvp_here(name: str, point_id: int, shape: tuple, direction: bytes) -> tuple 
     start = time.perf_counter()
     p = np.frombuffer(direction, dtype=np.float64).reshape(shape)
     out, count = np.zeros(shape), 0
-    for key, (point, w) in list(state.points.items()):
-        if point == point_id:
-            out += state.objectives[key].hessp(w, p)
-            count += 1
+    with state.lock:
+        for key, (point, w) in list(state.points.items()):
+            if point == point_id:
+                out += state.objectives[key].hessp(w, p)
+                count += 1
     return (count, out.tobytes(), time.perf_counter() - start) if count else None
 
 
