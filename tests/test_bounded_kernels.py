@@ -67,6 +67,7 @@ def test_flow_augmented_assignment_reads_its_target():
 @pytest.fixture
 def small_chunks(monkeypatch):
     monkeypatch.setattr(kernel_split, "MAX_CHUNK_LINES", 60)
+    monkeypatch.setattr(kernel_split, "SPLIT_FROM_LINES", 60)
     return 60
 
 
@@ -125,6 +126,18 @@ def test_kernels_under_the_bound_are_one_function():
     assert kernel.chunks == ()
     assert kernel.source.count("@njit") == 1
     assert "def chunk" not in kernel.source
+
+
+def test_the_largest_built_in_kernel_stays_one_function():
+    """The linearised HVP of the minimal surface: the longest kernel of the built-in
+    problems and the engine benchmarks, generated as before (one function)."""
+    from newtonad import problems
+
+    p = problems.get("minimal-surface", n=16)
+    program = trace_function(p.fun, [Slot(np.asarray(p.x0).shape)]).program
+    for derived in tf.linearized_hvp(program, 4):
+        kernel = numba_engine.lower(derived)
+        assert kernel.chunks == () and kernel.source.count("@njit") == 1
 
 
 def test_default_bound_splits_a_long_program_into_chunks_within_it():

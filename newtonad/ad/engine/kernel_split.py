@@ -33,8 +33,14 @@ from typing import Any, Sequence
 from .loop_ir import Comment
 from .printer import print_lines
 
-#: Kernels of at most this many lines of code are generated as one function (as they
-#: always were); longer ones are split into chunks of at most this many lines.
+#: Kernels of at most this many lines of code are generated as one function, as they
+#: always were. The longest kernel among the built-in problems' derivatives (gradient,
+#: HVP frames of 1, 4 and 64 columns, linearised HVP) and benchmarks/compare.py's is the
+#: linearised HVP of the minimal surface, 1 347 lines; kernels this long compile in
+#: seconds as one function, and keep every loop they fuse in one place.
+SPLIT_FROM_LINES = 2000
+
+#: Longer kernels are split into chunks of at most this many lines of code.
 #: Measured on the gradient of the 200-term scalar Rosenbrock loop (4 406 steps, about
 #: 9 000 lines; numba 0.68, this machine, CPU seconds of the compile in a fresh process
 #: with empty caches): one function 53.5 s; chunks of 250 lines 11.5 s (17 functions),
@@ -289,4 +295,4 @@ def _arg_order(kernel_args: Sequence[str]):
     return lambda x: (0, position[x], "") if x in position else (1, 0, x)
 
 
-__all__ = ["Chunk", "MAX_CHUNK_LINES", "code_line_count", "flow", "split"]
+__all__ = ["Chunk", "MAX_CHUNK_LINES", "SPLIT_FROM_LINES", "code_line_count", "flow", "split"]

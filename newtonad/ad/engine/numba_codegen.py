@@ -181,7 +181,7 @@ class Generator:
         functions = [decorator(parallel), f"def kernel({', '.join(args)}):",
                      *body_lines, "    return None", ""]
         bound = kernel_split.MAX_CHUNK_LINES
-        if code_line_count(body_lines) > bound:
+        if code_line_count(body_lines) > max(bound, kernel_split.SPLIT_FROM_LINES):
             try:
                 sources, chunk_list = split(header, body, args, bound)
             except ValueError:  # not splittable (never met): one function, as before
