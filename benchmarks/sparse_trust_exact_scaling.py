@@ -74,7 +74,8 @@ def surface(n: int, methods: list[str], repeats: int, profile: bool) -> None:
         for method in (methods if i % 2 == 0 else methods[::-1]):
             res, total, _ = _run(prob.fun, prob.x0, method, None, profile)
             rows[method].append((res.nit, total, res.fun, float(np.abs(res.jac).max())))
-            print(f"  {method}: nit = {res.nit}, {total:.2f} s", flush=True)
+            print(f"  {method}: nit = {res.nit}, {total:.2f} s, success = {res.success} "
+                  f"({res.message})", flush=True)
     for method, runs in rows.items():
         times = [r[1] for r in runs]
         nit, _, fun, gnorm = runs[0]

@@ -8,8 +8,6 @@ Manne & Pothen 2005).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from scipy import sparse
 
@@ -126,8 +124,11 @@ def _csr(values: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
     return out
 
 
-def _is_canonical(pattern: Any) -> bool:
-    return isinstance(pattern, sparse.csr_array) and bool(pattern.has_canonical_format)
+def _as_canonical(pattern: sparse.sparray | np.ndarray) -> sparse.csr_array:
+    """``pattern`` itself when it is a canonical CSR array, else a canonical copy."""
+    if isinstance(pattern, sparse.csr_array) and pattern.has_canonical_format:
+        return pattern
+    return _canonical(pattern)
 
 
 class Recovery:
@@ -156,7 +157,7 @@ class Recovery:
     """
 
     def __init__(self, pattern: sparse.sparray | np.ndarray, plan: np.ndarray) -> None:
-        matrix = pattern if _is_canonical(pattern) else _canonical(pattern)
+        matrix = _as_canonical(pattern)
         self.shape: tuple[int, int] = (int(matrix.shape[0]), int(matrix.shape[1]))
         index = _index_dtype(matrix.nnz, *self.shape)
         self.indptr = matrix.indptr.astype(index)  # copies: the pattern's stay untouched
@@ -198,7 +199,7 @@ def assemble(pattern: sparse.sparray | np.ndarray, plan: np.ndarray,
     -------
     scipy.sparse.csr_array of float64
     """
-    matrix = pattern if _is_canonical(pattern) else _canonical(pattern)
+    matrix = _as_canonical(pattern)
     values = np.asarray(compressed, dtype=np.float64).reshape(-1)[plan]
     return _csr(values, matrix.indices.copy(), matrix.indptr.copy(), matrix.shape)
 
