@@ -491,3 +491,34 @@ def test_loops_over_blocks_fold_into_two_dimensional_steps():
     g = nad.grad(windows, engine="numpy")
     assert_close(HV, central_jvp(lambda z: g(z, w), x, V, eps=1e-5), 1e-5, 1e-5, "windows hvp")
     assert_close(nad.grad(windows, engine="numba")(x, w), g(x, w), 1e-12, 1e-12, "numba")
+
+
+def test_loops_over_rows_of_a_data_matrix():
+    def squares(w, X, y):
+        s = 0.0
+        for i in range(len(y)):
+            s = s + (y[i] - X[i] @ w) ** 2
+        return s
+
+    def every_other_row(w, X):
+        s = 0.0
+        for i in range(0, X.shape[0], 2):
+            s = s + np.sum(np.sin(X[i] * w) ** 2)
+        return s
+
+    def residuals(w, X, y):
+        return np.array([y[i] - X[i] @ w for i in range(len(y))])
+
+    X, y = RNG.standard_normal((30, 3)), RNG.standard_normal(30)
+    for f, args in ((squares, (X, y)), (every_other_row, (X,))):
+        p, q = assert_same_values(f, np.zeros(3), *args)
+        assert len(q.steps) < 10 < len(p.steps)
+    w = RNG.standard_normal(3)
+    assert_close(nad.grad(squares, engine="numpy")(w, X, y), -2 * X.T @ (y - X @ w),
+                 1e-12, 1e-12, "least-squares gradient")
+    assert_close(nad.hessian(squares, engine="numpy")(w, X, y), 2 * X.T @ X, 1e-12, 1e-12,
+                 "least-squares Hessian")
+    assert_close(nad.jacobian(residuals, engine="numpy")(w, X, y), -X, 1e-15, 0, "jacobian")
+    assert len(nad.trace(residuals, w, X, y).steps) < 8
+    assert_close(nad.grad(squares, engine="numba")(w, X, y), -2 * X.T @ (y - X @ w),
+                 1e-12, 1e-12, "numba")

@@ -34,7 +34,11 @@ is folded only when, position by position, the slots of its ``m`` iterations for
   an ``(m, L)`` slot, one slice reshaped when the blocks tile ``x``, a gather of constant
   indices otherwise; ``reduce_sum`` of such values over their own axes becomes one
   ``reduce_sum`` over the same axes shifted by one (a loop over blocks), and operands
-  of fewer axes are reshaped to broadcast per iteration.
+  of fewer axes are reshaped to broadcast per iteration;
+* a row ``X[i]`` of a 2-D slot with ``i`` advancing by a constant stride: a strided slice
+  of rows, and an ``einsum`` of such values (``X[i] @ w``) one ``einsum`` with a batch
+  letter -- its per-row sums may then be taken in another order, a reassociation of the
+  same kind as the loop's sum.
 
 Each vector element is therefore computed by exactly the floating-point operations of
 its iteration, on the same operands. The only difference is the order of the sum: the
@@ -57,7 +61,7 @@ arithmetic is reordered there.
 
 A group is left as it is (never folded partially wrong) when a term reads an accumulator
 of its own chain (a recurrence), when an index is not affine in the iteration number,
-or when a primitive is not elementwise (or a sum over a block). A value computed
+or when a primitive is none of these (elementwise, a sum over a block, an einsum). A value computed
 in an iteration and read outside the group ends the group before that iteration; only
 the group's first and last iterations may have such values, which then stay computed by
 their scalar steps too (correct, at the cost of one iteration's work). A prefix or
@@ -77,6 +81,7 @@ per step from 1e3 to 1e5 steps, measured).
 from __future__ import annotations
 
 import gc
+import string
 import sys
 from typing import Any, Callable
 
@@ -84,6 +89,7 @@ import numpy as np
 
 from .primitives.core import const_p
 from .primitives.elementwise import add_p, neg_p, sub_p
+from .primitives.linalg import einsum_p
 from .primitives.structural import (
     broadcast_to_p,
     concatenate_p,
@@ -662,6 +668,11 @@ class _Group:
                 if self.slot(out).shape != (self.m,) + shape:
                     raise _Bail(0)
                 self.private.append(slots)
+            elif prim is reshape_p and len(shape) == 1:
+                out = self._row_read(steps)
+            elif prim is einsum_p:
+                out = self._contraction(steps, first.kwargs["spec"], shape)
+                self.private.append(slots)
             elif prim is reduce_sum_p:
                 (kind, arg), = [self.vector(tuple(step.inputs[0] for step in steps))]
                 if kind == "inv":
@@ -684,6 +695,50 @@ class _Group:
             return slot
         ones = (1,) * (rank - (len(shape) - 1))
         return self.emit(reshape_p, (slot,), (("shape", (self.m,) + ones + shape[1:]),))
+
+    def _contraction(self, steps: list[Step], spec: str, shape: tuple[int, ...]) -> int:
+        """The iterations' ``einsum`` as one, with a batch letter on the operands that vary
+        and on the output. (Each iteration's contraction is then summed by the batched
+        kernel, possibly in another order: a reassociation like the loop's sum.)"""
+        args = [self.vector(tuple(step.inputs[r] for step in steps)) for r in range(2)]
+        operands, result = spec.split("->")
+        batch = next(c for c in string.ascii_letters if c not in spec)
+        subs = [batch + sub if kind == "vec" else sub
+                for (kind, _), sub in zip(args, operands.split(","))]
+        out = self.emit(einsum_p, (args[0][1], args[1][1]),
+                        (("spec", f"{subs[0]},{subs[1]}->{batch}{result}"),))
+        if self.slot(out).shape != (self.m,) + shape:
+            raise _Bail(0)
+        return out
+
+    def _row_read(self, steps: list[Step]) -> int:
+        """``X[i_k]``, a row of a 2-D slot (traced as a one-row slice and a reshape), with
+        ``i_k = i0 + c*k``: a strided slice of rows, of shape ``(m, n)``."""
+        x = -1
+        rows = []
+        for k, step in enumerate(steps):
+            inner = self.owner.step_at[step.inputs[0]]
+            if inner is None or inner.primitive is not slice_p:
+                raise _Bail(k)
+            base = inner.inputs[0]
+            shape = self.owner.slots[base].shape
+            slices = inner.kwargs["slices"]
+            full = all(sl == (0, n, 1) for sl, n in zip(slices[1:], shape[1:]))
+            if (len(shape) != 2 or (x >= 0 and base != x) or not full
+                    or self.owner.slots[inner.output].shape != (1,) + shape[1:]):
+                raise _Bail(k)
+            x = base
+            rows.append(slices[0][0])
+        i0, c = rows[0], rows[1] - rows[0]
+        if c == 0:
+            raise _Bail(1)
+        for k, i in enumerate(rows):
+            if i != i0 + c * k:
+                raise _Bail(k)
+        stop = i0 + c * self.m
+        rest = self.owner.step_at[steps[0].inputs[0]].kwargs["slices"][1:]  # type: ignore[union-attr]
+        return self.emit(slice_p, (x,), (("slices", ((i0, stop if stop >= 0 else None, c),)
+                                          + tuple(rest)),))
 
     def _block_read(self, steps: list[Step]) -> int:
         """``x[a_k:a_k + L]`` in iteration k, ``a_k = a0 + c*k``: a ``(m, L)`` slot -- one
