@@ -63,9 +63,19 @@ def _rule(name: str) -> Any:
 
 def largest_size(name: str, largest: int = LARGEST) -> int:
     """The size a problem runs at here: its own for a fixed-size one, else ``largest``
-    rounded to the problem's size rule."""
+    rounded to the problem's size rule, halved while ``f(x0)`` is not finite there
+    (penalty-2's exponentials overflow at n = 65536)."""
     rule = _rule(name)
-    return problems.get(name).n if rule is None else rule.nearest(largest)
+    if rule is None:
+        return problems.get(name).n
+    n = rule.nearest(largest)
+    while n > rule.minimum:
+        with np.errstate(all="ignore"):
+            p = problems.get(name, n)
+            if np.isfinite(p.fun(p.x0)):
+                break
+        n = rule.nearest(max(rule.minimum, n // 2))
+    return n
 
 
 def _problem(name: str, n: int) -> Any:
