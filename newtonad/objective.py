@@ -111,7 +111,11 @@ class _Point:
             new = (x.shape, x.tobytes())
             if new == key:  # a shape mismatch ends the comparison
                 return False
-            self.clear(new)
+            # clear(new), written out: this is the per-call path of small problems
+            self.key = new
+            self.x = self.value = self.grad = None
+            self.linear = _NO_LINEARIZATION
+            self.products = False
             return True
         if _is_point(key, x):
             return False
