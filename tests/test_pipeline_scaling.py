@@ -91,6 +91,15 @@ def test_value_and_grad_equals_the_vjp_with_its_cotangent_bound_afterwards():
         assert tf.value_and_grad_program(program) == expected
 
 
+def test_simplify_keeping_some_outputs_equals_selecting_them_first():
+    for f, x in ((rosen_loop, np.linspace(-1.2, 1.1, 9)),
+                 (lambda x: np.sum(np.sin(x) * np.exp(x[::-1])) / np.sum(x ** 2),
+                  np.linspace(0.1, 1.0, 4))):
+        jp = tf.jvp_program(tf.grad_program(traced(f, x)), 3)
+        assert tf.simplify(jp, keep=[1]) == tf.simplify(tf.select_outputs(jp, [1]))
+        assert tf.simplify(jp, keep=[1, 0]) == tf.simplify(tf.select_outputs(jp, [1, 0]))
+
+
 # ---- the mechanisms ----------------------------------------------------------------------------
 
 def test_shape_rules_run_once_per_signature_while_tracing_a_loop(monkeypatch):

@@ -338,7 +338,7 @@ def hvp_program(program: Program, k: int | None) -> Program:
     dropped (with the work only it needs): a product costs one pass that writes
     only ``H V``.
     """
-    return simplify(select_outputs(jvp_program(grad_program(program), k), [1]))
+    return simplify(jvp_program(grad_program(program), k), keep=[1])
 
 
 @gc_paused
@@ -412,11 +412,14 @@ def _rewrite(primitive, args: list, out_aval: Slot, params: dict) -> Any:
 
 
 @gc_paused
-def simplify(program: Program) -> Program:
+def simplify(program: Program, keep: Sequence[int] | None = None) -> Program:
     """Constant folding, algebraic identities, common subexpressions and dead code.
 
     Folding happens in ``bind`` (all-constant steps), identities in ``_rewrite``,
-    and ``to_program`` shares identical steps and drops unreachable ones.
+    and ``to_program`` shares identical steps and drops unreachable ones. ``keep``:
+    return only the outputs at these positions (``simplify(select_outputs(p, keep))``
+    in one pass; rewrites are local, so the steps only dropped outputs need are
+    rewritten, then dropped).
     """
     roots = _tracers(program.in_slots)
     env: dict[int, Any] = dict(zip(program.inputs, roots))
@@ -428,7 +431,8 @@ def simplify(program: Program) -> Program:
                 env[step.output] = replaced
                 continue
         env[step.output] = bind(step.primitive, *args, **step.kwargs)
-    return _build(roots, [env[i] for i in program.outputs])
+    outputs = program.outputs if keep is None else [program.outputs[j] for j in keep]
+    return _build(roots, [env[i] for i in outputs])
 
 
 __all__ = ["jvp_program", "partial_eval", "fold_scalings", "linearize_program",
