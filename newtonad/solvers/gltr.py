@@ -34,6 +34,9 @@ __all__ = ["GLTRSubproblem"]
 
 #: bytes of Lanczos vectors kept per point; the Krylov dimension is capped to fit
 BASIS_MEMORY = 256 * 2**20
+#: on the boundary, from a subspace of 2 * this dimension on, the tridiagonal problem is
+#: solved every k // this Lanczos steps rather than every step
+_SOLVES_EVERY = 16
 
 
 class GLTRSubproblem(QuadraticModel):
@@ -208,11 +211,22 @@ class GLTRSubproblem(QuadraticModel):
             sol = solve_tridiagonal_trs(diag, off, gnorm, trust_radius, self._lam)
             residual = self._off[k - 1] * abs(sol.h[-1])
             tol = tol_boundary if sol.hits_boundary else tol_interior
-            small = self._off[k - 1] <= 1e-14 * max(1.0, float(np.abs(diag).max()))
-            if residual <= tol or small or not self._grow():
+            if residual <= tol or self._invariant() or not self._grow():
                 break
+            # A solve per step made the Lanczos loop cost 1.2 ms per product where the
+            # product takes 0.14 ms (trigonometric, n = 65536, ~170 steps per subproblem):
+            # from k = 32 on take k // 16 steps between solves, at most 1/16 more products
+            # than needed for many times fewer solves.
+            for _ in range(k // _SOLVES_EVERY - 1 if k >= 2 * _SOLVES_EVERY else 0):
+                if self._invariant() or not self._grow():
+                    break
         self._lam = sol.lam
         return self._finish(sol, trust_radius)
+
+    def _invariant(self) -> bool:
+        """Whether the Krylov subspace is (numerically) invariant: ``γ_k`` negligible."""
+        k = self._k
+        return bool(self._off[k - 1] <= 1e-14 * max(1.0, float(np.abs(self._diag[:k]).max())))
 
     def _interior_solution(self) -> TRSSolution:
         """The CG iterate in the Lanczos basis: ``T h = -‖g‖ e₁``."""
