@@ -51,6 +51,8 @@ _SMALL_POINT_SIZE = 2048
 #: whole HVP for 2-64 entries, even at 128-300).
 _LINEARIZE_FROM = 128
 _FLOAT64 = np.dtype(np.float64)
+#: Identity frames of up to this many bytes are kept by hess between points (n <= 1448).
+_KEEP_IDENTITY_BYTES = 16 * 2**20
 #: A point's linearisations before the first: shared and read-only, so clearing a point
 #: allocates nothing (the first linearisation there makes the point its own dict).
 _NO_LINEARIZATION: Mapping[int | None, tuple] = MappingProxyType({})
@@ -189,6 +191,7 @@ class Objective:
         self._second_order = False  # set once hessp is used: then keep residuals with ∇f
         # (shape, linear runner, its sibling writing into two arrays in turn)
         self._alternating: tuple | None = None
+        self._identity: np.ndarray | None = None  # the identity frame hess runs, when small
         # guards on what f reads outside its arguments, one per traced shape (see _check)
         self._guards: tuple = ()
 
@@ -555,7 +558,7 @@ class Objective:
             # would not pay (a residual pass and a linear pass cost more than the one).
             run, data = self._compiled(x, "hvp", n, lambda program: tf.hvp_program(program, n))
             self.nhev += n
-            (frame,) = run(x, *data, identity_columns(n, 0, n).reshape(x.shape + (n,)))
+            (frame,) = run(x, *data, self._identity_frame(x))
             return frame.reshape(x.shape + x.shape)
         out = np.empty((n, n))
         lin = self.linearize_hessp(x)
@@ -563,6 +566,19 @@ class Objective:
             E = identity_columns(n, a, b)
             out[:, a:b] = lin(E.reshape(x.shape + (b - a,))).reshape(n, b - a)
         return out.reshape(x.shape + x.shape)
+
+    def _identity_frame(self, x: np.ndarray) -> np.ndarray:
+        """The n x n identity as a frame at x's shape; kept (never written) up to
+        :data:`_KEEP_IDENTITY_BYTES`: trust-exact asks for a Hessian at every point, and
+        writing the identity cost as much as the product of a cheap Hessian with it."""
+        n = x.size
+        kept = self._identity
+        if kept is not None and kept.shape == x.shape + (n,):
+            return kept
+        eye = identity_columns(n, 0, n).reshape(x.shape + (n,))
+        if eye.nbytes <= _KEEP_IDENTITY_BYTES:
+            self._identity = eye
+        return eye
 
     def _hessian_plan(self, x: np.ndarray, max_nnz: int | None = None) -> Any:
         """The :class:`~newtonad.sparse.hessian.HessianPlan` of x's program: made once per

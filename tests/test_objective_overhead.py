@@ -278,3 +278,6 @@ def test_a_dense_hessian_in_one_frame_is_one_whole_pass():
     assert (x.shape, "hvp", 300) in obj._runners
     assert not any(key[1] == "linearized_hvp" for key in obj._runners)  # no residual pass
     assert obj.nhev == 300
+    y = _point(300, 0.5)  # the identity frame kept from the first Hessian serves the next
+    assert_close(obj.hess(y), scipy.optimize.rosen_hess(y), 1e-12, 1e-12)
+    assert np.array_equal(obj._identity_frame(y), np.eye(300))
