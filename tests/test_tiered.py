@@ -58,6 +58,7 @@ def own_worker():
 
 
 def _until_compiled(run, x):
+    run(x)  # (eager: this call sends it to the worker, if no call did yet)
     assert background.wait(WAIT), "the background compile did not finish"
     run(x)  # the call that switches
     assert run.tier.state == "ready", run.tier.reason
@@ -270,3 +271,34 @@ def test_exit_does_not_wait_for_a_compile_and_ends_the_worker(tmp_path):
     with pytest.raises(ProcessLookupError):  # terminated and reaped by its parent
         os.kill(report["worker"], 0)
     assert wall < 60.0  # compiling the loop's gradient takes longer than the script
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_gets_its_own_worker_and_leaves_the_parents_alone(eager):
+    x = np.linspace(-0.5, 0.5, 15)
+    parent_run = compile_program(_program(rosen, 15), "auto")
+    _until_compiled(parent_run, x)  # the parent's worker is running
+    parent_worker = background.compiler().worker
+    pid = os.fork()
+    if pid == 0:  # the child: compile a program of its own, check it, end its worker
+        status = 1
+        try:
+            import signal
+
+            signal.alarm(int(WAIT))
+            run = compile_program(_program(rosen, 16), "auto")
+            xc = np.linspace(-0.5, 0.5, 16)
+            run(xc)
+            assert background.compiler().worker is not parent_worker
+            _until_compiled(run, xc)
+            got = run(xc)[1]
+            ref = compile_program(run.program, "numpy")(xc)[1]
+            status = 0 if np.allclose(got, ref, rtol=1e-13, atol=0) else 2
+            background.shutdown()
+        finally:
+            os._exit(status)
+    _, code = os.waitpid(pid, 0)
+    assert os.WIFEXITED(code) and os.WEXITSTATUS(code) == 0
+    assert parent_worker.poll() is None  # the child did not end the parent's worker
+    later = compile_program(_program(rosen, 17), "auto")
+    _until_compiled(later, np.linspace(-0.5, 0.5, 17))

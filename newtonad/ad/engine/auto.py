@@ -23,23 +23,28 @@ caller's process instead, after :data:`HOT_SECONDS` of NumPy time (the earlier
 ``auto`` engine). Explicit ``engine="numba"`` always compiles before its first call
 returns; ``engine="numpy"`` never compiles.
 
-Thresholds (measured on this 2-core machine, numba 0.68; see ``docs/performance.rst``)
---------------------------------------------------------------------------------------
+Thresholds (measured on a shared 2-core machine, numba 0.68; see ``docs/performance.rst``)
+----------------------------------------------------------------------------------------
 
 ``SUBMIT_CALLS = 2``
     A program is never compiled for one call. One-off derivatives (a first ``grad``, a
-    test, a doc example) then cost only the NumPy evaluation: 4 ms for the first
-    gradient of vectorised Rosenbrock at n = 100, where compiling it costs 1 s of CPU.
+    test, a doc example) then cost only the NumPy evaluation: 4-30 ms for the first
+    gradient of vectorised Rosenbrock at n = 100 (tracing included), where compiling
+    its kernel costs 1-3 s. The second call of any program starts the worker process
+    (:func:`.background.prewarm`), so that its start-up (Python, newtonad and numba:
+    1-2 s) overlaps the calls that make a program hot.
 ``SUBMIT_SECONDS = 0.05``
     ... and only after 50 ms of NumPy time on it. What a switch costs the caller is
-    loading the finished kernel from the disk cache in this process: 5-100 ms per kernel
-    (plus numba's import, 0.3-0.8 s, once per process), so a program that has not
-    used that much time yet is not likely to repay it. Small programs reach it after
-    about 2 500 calls (20 µs each: a 2-variable objective in a long run), a
-    1 000-step program after about 10, a 1e6-entry objective at its second call.
-``MAX_STEPS = 200_000``
-    Programs with more steps stay on NumPy: the numba compile of such a program would
-    need more memory and time than a background task should take.
+    loading the finished kernel from the disk cache in this process: 5-100 ms per
+    kernel (plus numba's import, 0.3-0.8 s, once per process), so a program that has
+    not used that much time yet is not likely to repay it. Rosenbrock's value and
+    gradient at n = 100 (25 steps: 23 µs per call on NumPy, 0.7 µs compiled) gets there
+    after about 2 000 calls; a 2 600-step program (a 100-term Python loop the re-roller
+    cannot fold: 27 ms per call, 1 µs compiled, 21 s to compile) at its second call.
+``MAX_STEPS = 100_000``
+    Programs with more steps stay on NumPy: numba compiles about 8 ms per step of a
+    long program (the 2 600-step one above), so beyond this a background compile would
+    take a quarter of an hour or more.
 ``HOT_SECONDS = 0.2``
     The synchronous fallback's budget (``NEWTONAD_HOT_SECONDS``): about a fifth of a
     small kernel's compile.
@@ -71,7 +76,7 @@ SUBMIT_CALLS = int(os.environ.get("NEWTONAD_TIER_CALLS", "2"))
 #: Seconds of NumPy evaluation of a program before it is sent to the background compiler.
 SUBMIT_SECONDS = float(os.environ.get("NEWTONAD_TIER_SECONDS", "0.05"))
 #: Programs with more steps than this are never compiled by this engine.
-MAX_STEPS = int(os.environ.get("NEWTONAD_TIER_MAX_STEPS", "200000"))
+MAX_STEPS = int(os.environ.get("NEWTONAD_TIER_MAX_STEPS", "100000"))
 
 _DTYPES = {"float64": np.dtype(np.float64), "int64": np.dtype(np.int64), "bool": np.dtype(np.bool_)}
 
@@ -142,8 +147,11 @@ class Tier:
         outs = reference(*args)
         self.spent += time.perf_counter() - start
         self.calls += 1
-        if self.state == COLD and self.calls >= SUBMIT_CALLS and self.spent >= SUBMIT_SECONDS:
-            self._submit()
+        if self.state == COLD and self.calls >= SUBMIT_CALLS:
+            if self.spent >= SUBMIT_SECONDS:
+                self._submit()
+            elif not _prewarmed:
+                _prewarm()
         if self.state == IN_PROCESS and self.spent >= HOT_SECONDS:
             self._compile_here()
         return outs
@@ -230,6 +238,19 @@ class _Runner:
         for name in ("kernel", "dispatcher", "path", "source"):
             setattr(fn, name, getattr(target, name, None))
         return fn
+
+
+_prewarmed = False
+
+
+def _prewarm() -> None:
+    """A program is being reused: start the background worker (1-2 s of start-up, in
+    another process) so that it is ready when a program gets hot."""
+    global _prewarmed
+    _prewarmed = True
+    from . import background
+
+    background.prewarm()
 
 
 _TEMPLATE = '''

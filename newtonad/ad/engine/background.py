@@ -2,11 +2,13 @@
 
 The ``auto`` engine (:mod:`.auto`) runs a program on the NumPy evaluator and hands it
 here once it is worth compiling (:func:`submit`). One worker process, started on the
-first submission, lowers and compiles one program at a time with the numba engine and
-writes the kernel to the disk cache (:mod:`.numba_cache`); a thread of this process
-(the *manager*) feeds the worker, waits for it, and loads each finished kernel from the
-cache — milliseconds, where compiling takes seconds — then hands the runner to the
-program's tier, which switches to it on its next call.
+first reuse of a program (:func:`prewarm`), lowers and compiles one program at a time
+with the numba engine and writes the kernel to the disk cache (:mod:`.numba_cache`); a
+thread of this process (the *manager*) feeds the worker (the queued program with the
+most NumPy time first), waits for it, and loads each finished kernel from the cache —
+milliseconds, where compiling takes seconds — then hands the runner to the program's
+tier, which switches to it on its next call. This process imports numba only then,
+when a first kernel is ready: a solve that ends sooner never pays for it.
 
 Why a process and not a thread: numba holds the GIL for most of a compile, so a
 compiling thread takes turns with the caller's thread. Measured here (vectorised
@@ -54,6 +56,8 @@ from ..program import Program
 
 #: Set to ``0`` to compile in the caller's process instead (synchronously, once hot).
 ENV_VAR = "NEWTONAD_BACKGROUND"
+#: A file to append the worker's standard error to (for debugging; default: discarded).
+LOG_ENV = "NEWTONAD_BACKGROUND_LOG"
 #: Worker deaths in one process after which background compilation is given up.
 MAX_CRASHES = 2
 #: Niceness added to the worker: it yields the CPU to the caller's work.
@@ -64,6 +68,10 @@ TERMINATE_SECONDS = 1.0
 EXIT_JOIN_SECONDS = 10.0
 
 _HEADER = struct.Struct("<Q")
+#: Held by the manager thread while it imports numba or loads a kernel, and by
+#: ``os.fork`` (see the end of the module): a child forked meanwhile would inherit
+#: numba's compiler lock, or a module's import lock, held by a thread it does not have.
+_NUMBA_IN_USE = threading.Lock()
 #: The worker imports the newtonad package its parent runs (its directory, in this
 #: environment variable), wherever that is on the parent's ``sys.path``.
 _PACKAGE_ENV = "NEWTONAD_WORKER_PACKAGE"
@@ -95,8 +103,9 @@ def _primitive(name: str) -> Any:
         raise LookupError(f"primitive {name!r} is not registered in the worker") from None
 
 
-def dumps_program(program: Program, options: Any) -> bytes:
-    """``program`` and its lowering options as bytes; primitives travel by name."""
+def dumps_program(program: Program, options: Any = None) -> bytes:
+    """``program`` and its lowering options (``None``: the worker's current ones) as
+    bytes; primitives travel by name."""
     from ..primitives.core import Primitive
 
     buf = io.BytesIO()
@@ -152,8 +161,9 @@ def serve() -> None:
     """The worker's main loop: compile each program it is sent, answer with the outcome.
 
     Requests on file descriptor 0, answers on the process's original standard output;
-    see the module docstring. Each answer is ``(status, seconds, detail)``: ``"ok"``
-    (the kernel is in the disk cache), ``"numpy"`` (the numba engine would run the
+    see the module docstring. Each answer is ``(status, seconds, detail, options)``:
+    ``"ok"`` (the kernel is in the disk cache, lowered with ``options``: the request's,
+    else this process's current ones), ``"numpy"`` (the numba engine would run the
     program with NumPy) or ``"error"``.
     """
     import warnings
@@ -173,6 +183,7 @@ def serve() -> None:
         import newtonad
 
         from . import numba_cache, numba_engine
+        from .options import LoweringOptions
     except BaseException as exc:  # noqa: BLE001
         _send(replies, ("broken", 0.0, f"{type(exc).__name__}: {exc}"))
         return
@@ -186,17 +197,19 @@ def serve() -> None:
         if request is None:
             return
         start = time.perf_counter()
+        options = None
         try:
             payload, cache_root = request
             os.environ[numba_cache.ENV_VAR] = cache_root  # where the caller will look
             program, options = loads_program(payload)
+            options = options or LoweringOptions.current()
             # not through the in-memory cache: the kernel must be on disk where asked
             run = numba_engine._compile.__wrapped__(program, options)
             status = "ok" if getattr(run, "dispatcher", None) is not None else "numpy"
             detail = ""
         except Exception as exc:  # noqa: BLE001  (reported, never raised)
             status, detail = "error", f"{type(exc).__name__}: {exc}"
-        _send(replies, (status, time.perf_counter() - start, detail))
+        _send(replies, (status, time.perf_counter() - start, detail, options))
 
 
 # ---- the caller's side ------------------------------------------------------------------------
@@ -232,8 +245,8 @@ class Compiler:
         self.worker: subprocess.Popen | None = None
         self.thread: threading.Thread | None = None
         self._seq = 0
-        self._options: Any = None
         self._greeted = False
+        self._want_worker = False
 
     # -- queue ---------------------------------------------------------------------------
     def submit(self, tier: Tier) -> bool:
@@ -243,12 +256,25 @@ class Compiler:
                 return False
             self._seq += 1
             self.pending.append(_Job(tier, self._seq))
-            if self.thread is None:
-                self.thread = threading.Thread(target=self._manage, name="newtonad-compiler",
-                                               daemon=True)
-                self.thread.start()
+            self._start_thread()
             self.lock.notify_all()
         return True
+
+    def prewarm(self) -> None:
+        """Start the worker now (in the manager thread), before anything is queued: its
+        start-up (Python, newtonad, numba: 1-2 s) then overlaps the caller's first calls."""
+        with self.lock:
+            if not self.usable or self.closing or self.worker is not None:
+                return
+            self._want_worker = True
+            self._start_thread()
+            self.lock.notify_all()
+
+    def _start_thread(self) -> None:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._manage, name="newtonad-compiler",
+                                           daemon=True)
+            self.thread.start()
 
     def _next(self) -> Tier | None:
         """The live queued tier with the most NumPy time spent (the most to gain)."""
@@ -279,14 +305,19 @@ class Compiler:
     def _manage(self) -> None:
         while True:
             with self.lock:
-                while not self.closing and not self.pending:
+                while not self.closing and not self.pending and not self._want_worker:
                     self.lock.wait()
                 if self.closing:
                     return
                 tier = self._next()
-                if tier is None:
-                    continue
-                self.in_flight += 1
+                if tier is None:  # a prewarm (or only dead jobs): start the worker
+                    start, self._want_worker = self._want_worker, False
+                else:
+                    self.in_flight += 1
+            if tier is None:
+                if start:
+                    self._ensure_worker()
+                continue
             try:
                 self._compile(tier)
             except Exception as exc:  # noqa: BLE001  (this thread must never die on a user)
@@ -305,14 +336,13 @@ class Compiler:
             tier.stay_on_numpy("a primitive has no numba lowering")
             return
         worker = self._ensure_worker()
-        options = self._lowering_options()  # imports numba here while the worker starts
         if worker is not None and not self._handshake(worker):
             worker = None
         if worker is None:
             tier.compile_when_hot("no background worker")
             return
-        try:
-            payload = dumps_program(program, options)
+        try:  # lowered with the worker's options: numba is not imported here before a
+            payload = dumps_program(program, None)  # kernel is ready to be loaded
         except Exception as exc:  # noqa: BLE001  (unpicklable params: compile in-process)
             tier.compile_when_hot(f"program not sent to the worker ({type(exc).__name__})")
             return
@@ -324,7 +354,7 @@ class Compiler:
                 self._lost_worker(crashed=True)
                 tier.stay_on_numpy("the background worker died compiling it")
             return
-        status, seconds, detail = reply
+        status, seconds, detail, options = reply
         from . import record
 
         record(background_seconds=seconds, background_compiles=1)
@@ -334,20 +364,14 @@ class Compiler:
         start = time.perf_counter()
         from .numba_engine import load_cached
 
-        runner = load_cached(program, options)
+        with _NUMBA_IN_USE:
+            runner = load_cached(program, options)
         record(handover_seconds=time.perf_counter() - start)
         if runner is None:  # not found where the worker wrote it (settings differ)
             tier.compile_when_hot("the worker's kernel was not found in the cache")
             return
         self.compiled += 1
         tier.ready(runner)
-
-    def _lowering_options(self) -> Any:
-        if self._options is None:
-            from .options import LoweringOptions
-
-            self._options = LoweringOptions.current()  # imports numba, in this thread
-        return self._options
 
     def _ask(self, worker: subprocess.Popen, request: tuple) -> Any | None:
         try:
@@ -372,11 +396,13 @@ class Compiler:
         package = os.path.dirname(os.path.abspath(newtonad.__file__))
         env = dict(os.environ, NEWTONAD_CACHE_DIR=str(effective_cache_dir()))
         env[_PACKAGE_ENV] = package
+        log = os.environ.get(LOG_ENV)
         try:
-            worker = subprocess.Popen(
-                [sys.executable, "-c", _BOOTSTRAP], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, bufsize=0,
-                close_fds=True, start_new_session=True)
+            with open(log, "ab") if log else _devnull() as stderr:
+                worker = subprocess.Popen(
+                    [sys.executable, "-c", _BOOTSTRAP], stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=stderr, env=env, bufsize=0,
+                    close_fds=True, start_new_session=True)
         except (OSError, ValueError):
             self._give_up()
             return None
@@ -513,6 +539,13 @@ def wait(timeout: float | None = None) -> bool:
     return current.wait(timeout)
 
 
+def prewarm() -> None:
+    """Start the background worker ahead of the first compile (see :meth:`Compiler.prewarm`);
+    nothing when background compilation is off."""
+    if enabled():
+        compiler().prewarm()
+
+
 def activity() -> int:
     """Programs queued or being compiled in the background now (0 without a compiler)."""
     current = _COMPILER
@@ -532,10 +565,16 @@ def shutdown() -> None:
         _COMPILER = None
 
 
+def _devnull() -> Any:
+    return open(os.devnull, "wb")
+
+
 def _forget_after_fork() -> None:
     """In a forked child: the parent's worker and threads are not ours (its pipes are
     closed; the worker itself is left to the parent)."""
-    global _COMPILER
+    global _COMPILER, _COMPILER_LOCK
+    _NUMBA_IN_USE.release()
+    _COMPILER_LOCK = threading.Lock()
     parent = _COMPILER
     _COMPILER = None
     if parent is not None and parent.worker is not None:
@@ -545,7 +584,8 @@ def _forget_after_fork() -> None:
 
 atexit.register(shutdown)
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_after_fork)
+    os.register_at_fork(before=_NUMBA_IN_USE.acquire, after_in_parent=_NUMBA_IN_USE.release,
+                        after_in_child=_forget_after_fork)
 
-__all__ = ["ENV_VAR", "Compiler", "activity", "compiler", "dumps_program", "enabled",
-           "loads_program", "serve", "shutdown", "submit", "wait"]
+__all__ = ["ENV_VAR", "LOG_ENV", "Compiler", "activity", "compiler", "dumps_program", "enabled",
+           "loads_program", "prewarm", "serve", "shutdown", "submit", "wait"]
