@@ -290,3 +290,22 @@ def test_the_envelope_bounds_the_natural_cholesky_factor():
         assert np.count_nonzero(np.abs(lower) > 0) <= _envelope(h)
     tri = _banded(n, [(1, 1.0)], np.full(n, 4.0))
     assert _envelope(tri) == 2 * n - 1  # exact for a band
+
+
+def test_near_null_leaves_the_superlu_factor_alone():
+    from newtonad.solvers.sparse_exact import _factoriser
+
+    h, _ = _random_sparse_symmetric(40, 2, 8.0)
+    fac = _factoriser(h, "MMD_AT_PLUS_A")(0.5)
+    assert fac.definite
+    before = fac.lu.U.toarray()
+    first = fac.near_null()
+    np.testing.assert_array_equal(fac.lu.U.toarray(), before)
+    second = fac.near_null()
+    np.testing.assert_array_equal(first[1], second[1])
+    # ‖R z‖ = σ with R = D^(-1/2) U in the factorised order
+    u = fac.lu.U.toarray()
+    r = u / np.sqrt(np.diag(u))[:, None]
+    z = np.empty_like(first[1])
+    z[fac.lu.perm_c] = first[1]  # back to the factorised order
+    np.testing.assert_allclose(np.linalg.norm(r @ z) ** 2, first[0], rtol=1e-8)

@@ -252,7 +252,7 @@ class _LUFactor(_Factor):
 
     def near_null(self) -> tuple[float, np.ndarray]:
         assert self.lu is not None
-        u = self.lu.U.tocsc()
+        u = sparse.csc_array(self.lu.U, copy=True)  # lu.U is cached: scale a copy
         scale = 1.0 / np.sqrt(u.diagonal())
         u.data *= scale[u.indices]  # R = D^(-1/2) U: row i scaled
         sigma2, w = _linpack_near_null(
