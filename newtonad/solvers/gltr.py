@@ -104,8 +104,14 @@ class GLTRSubproblem(QuadraticModel):
         # needs more than n steps to reach a small residual: allow 2 n, as
         # scipy's trlib wrapper does (its itmax)
         self._maxdim = max(1, min(2 * n, BASIS_MEMORY // (8 * n)))
-        cap = min(self._maxdim, 32)
-        self._basis = np.empty((cap, n))
+        # Room for the largest subspace at once (untouched rows cost no memory), kept in
+        # the driver's workspace for the next point's model: growing the basis by copies
+        # and faulting in a new one at every point cost more than the products at n = 65536
+        basis = self.workspace.get("gltr-basis")
+        if basis is None or basis.shape != (self._maxdim, n):
+            basis = self.workspace["gltr-basis"] = np.empty((self._maxdim, n))
+        self._basis = basis
+        cap = self._maxdim
         self._diag = np.empty(cap)
         self._off = np.empty(cap)
         np.multiply(g, 1.0 / self.jac_mag, out=self._basis[0])
@@ -139,7 +145,7 @@ class GLTRSubproblem(QuadraticModel):
         return True
 
     def _grow(self) -> bool:
-        """Normalise ``w`` into the next basis vector (growing the buffers) and step.
+        """Normalise ``w`` into the next basis vector and step.
 
         Returns False, changing nothing, when the subspace cannot grow: at its
         size limit, after a product with nan or inf, or past the deadline.
@@ -147,15 +153,7 @@ class GLTRSubproblem(QuadraticModel):
         j = self._k
         if self._exhausted or j >= self._maxdim or self.out_of_time():
             return False
-        basis = self._basis
-        if j >= basis.shape[0]:
-            cap = min(2 * basis.shape[0], self._maxdim)
-            bigger = np.empty((cap, basis.shape[1]))
-            bigger[:j] = basis
-            self._basis = basis = bigger
-            self._diag = np.concatenate([self._diag, np.empty(cap - j)])
-            self._off = np.concatenate([self._off, np.empty(cap - j)])
-        np.multiply(self._w, 1.0 / self._off[j - 1], out=basis[j])
+        np.multiply(self._w, 1.0 / self._off[j - 1], out=self._basis[j])
         return self._lanczos_step()
 
     def _cg_advance(self, radius: float) -> bool:

@@ -89,9 +89,12 @@ class QuadraticModel:
 
     def __init__(self, problem: FlatProblem, x: np.ndarray, fun: Optional[float] = None,
                  jac: Optional[np.ndarray] = None, deadline: float = math.inf,
-                 **options: Any) -> None:
+                 workspace: Optional[dict] = None, **options: Any) -> None:
         self.problem = problem
         self.x = x
+        #: scratch arrays the driver hands from the model of one point to the next (one
+        #: model is in use at a time), so that large buffers are not made per point
+        self.workspace = {} if workspace is None else workspace
         #: ``time.perf_counter()`` value at which inner iterations stop early
         self.deadline = deadline
         #: set once a Hessian product at ``x`` came out nan or inf; from then on
@@ -309,7 +312,7 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
     maxiter = 200 * n if maxiter is None else int(maxiter)
     monitor = Monitor(problem, maxiter=maxiter, max_time=max_time, callback=callback,
                       disp=disp, return_all=return_all, step_label="radius")
-    opts = dict(subproblem_options or {}, deadline=monitor.deadline)
+    opts = dict(subproblem_options or {}, deadline=monitor.deadline, workspace={})
     if getattr(subproblem, "uses_products", False):
         problem.expect_products(x0)  # the gradient at x0 then keeps the Hessian's residuals
     f, g = check_start(problem, x0)
