@@ -101,9 +101,14 @@ def output_slot(primitive: Any, in_slots: tuple[Slot, ...], params: Any) -> Slot
     """The slot ``primitive`` makes from ``in_slots`` under ``params`` (its shape rule).
 
     ``params`` is a dict or a tuple of ``(name, value)`` pairs. Results are memoised
-    when the params are hashable; errors of the rule are raised, never cached.
+    when the params are hashable (not for steps without inputs, nor params holding
+    constant arrays, which the cache would keep alive); errors of the rule are raised,
+    never cached.
     """
     items = tuple(params.items()) if isinstance(params, dict) else params
+    if not in_slots or any(v.__class__ is ArrayConst for _, v in items):
+        # constants: a cheap rule, and the cache must not keep their arrays alive
+        return primitive.abstract_eval(*in_slots, **dict(items))
     try:
         key = (primitive, in_slots, _tagged(items)) if items else (primitive, in_slots)
         hit = _SHAPES.get(key)
