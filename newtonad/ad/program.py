@@ -195,6 +195,29 @@ class Program:
         output slots ``bind`` computed with the primitives' shape rules, writing each
         slot once and in order; validating them again costs a second pass over every
         step of every derived program. Anything else uses the checking constructor.
+
+        Parameters
+        ----------
+        slots : tuple of Slot
+            The abstract value of every slot.
+        steps : tuple of Step
+            The steps in execution order, already known to be well formed.
+        inputs : tuple of int
+            The root slots, in call order.
+        outputs : tuple of int
+            The target slots, in return order.
+
+        Returns
+        -------
+        Program
+            The program, not validated again.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> p = nad.trace(lambda x: np.sum(np.sin(x) * x), np.zeros(3))
+        >>> Program.checked_by_construction(p.slots, p.steps, p.inputs, p.outputs) == p
+        True
         """
         program = object.__new__(cls)
         for name, value in (("slots", slots), ("steps", steps), ("inputs", inputs),
