@@ -309,3 +309,15 @@ def test_near_null_leaves_the_superlu_factor_alone():
     z = np.empty_like(first[1])
     z[fac.lu.perm_c] = first[1]  # back to the factorised order
     np.testing.assert_allclose(np.linalg.norm(r @ z) ** 2, first[0], rtol=1e-8)
+
+
+def test_a_broadcast_of_a_dense_row_is_counted_before_it_is_selected():
+    """A copy map that reads one row many times (a broadcast of a reduction) multiplies
+    the non-zeros: the budget counts them before the rows are selected (at n = 65536 the
+    selection itself asked for 2**32 indices and raised MemoryError)."""
+    from newtonad.ad.sparsity import PatternTooDense, hessian_pattern
+
+    n = 65536
+    program = nad.trace(lambda x: np.sum(x) ** 2 + np.sum(x ** 4), np.ones(n))
+    with pytest.raises(PatternTooDense):
+        hessian_pattern(program, 10 * n)

@@ -271,7 +271,10 @@ def _apply(local: LocalMap, pattern: Any, out_size: int, in_size: int,
     out_index, in_index = np.asarray(local[0]), np.asarray(local[1])
     if out_index.size and np.all(np.diff(out_index) > 0):
         # A copy map (each output entry from at most one operand entry, the common case):
-        # select rows instead of multiplying.
+        # select rows instead of multiplying. A row read many times (a broadcast) can
+        # multiply the non-zeros: count them before selecting.
+        if max_nnz is not None:
+            _check_size(int(np.diff(pattern.indptr)[in_index].sum()), max_nnz)
         picked = pattern[in_index]
         counts = np.zeros(out_size, dtype=np.int64)
         counts[out_index] = np.diff(picked.indptr)
