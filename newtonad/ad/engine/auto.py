@@ -194,7 +194,7 @@ class Tier:
 def _fresh(outs: tuple, args: tuple) -> tuple:
     """Outputs the caller owns, as the numba engine's: new writeable C-contiguous arrays
     (the evaluator may hand back an input, a constant or a view, or one array twice)."""
-    result = []
+    result: list[np.ndarray] = []
     for o in outs:
         if (o.base is not None or not o.flags.writeable or not o.flags.c_contiguous
                 or any(o is a for a in args) or any(o is r for r in result)):
