@@ -216,8 +216,9 @@ def beyond_one_worker(total_mib, workers, memory_limit_mib, cols, repeat,
     import newtonad as nad
 
     rows = int(total_mib * MIB // ((cols + 1) * 8))
-    chunk = rows // (2 * workers)
-    rows = chunk * 2 * workers
+    # small chunks: generating one (and dask's X @ v on it) makes temporaries of its size
+    chunk = rows // (8 * workers)
+    rows = chunk * 8 * workers
     cluster, client = start_cluster(workers, f"{memory_limit_mib}MiB")
     out_solve, out_rounds = [], []
     try:
@@ -239,6 +240,7 @@ def beyond_one_worker(total_mib, workers, memory_limit_mib, cols, repeat,
                 out_solve.append((model, f"FiniteSum {method}", res.nit, res.nfev, res.nhvp,
                                   f"{res.fun:.12g}", f"{np.linalg.norm(res.jac):.1e}",
                                   f"{seconds:.1f}"))
+                print(out_solve[-1], flush=True)
             if len(methods) > 1:
                 f_ref = results[methods[0]].fun
                 out_solve.append((model, "rel. diff f, the two methods", "", "", "",
@@ -252,17 +254,30 @@ def beyond_one_worker(total_mib, workers, memory_limit_mib, cols, repeat,
                                f"{setup:.1f}", f"{vg * 1e3:.1f}", f"{hp * 1e3:.1f}",
                                f"{(wall - compute) * 1e3:.2f}", moved,
                                4 * w0.size * 8 * workers))
+            print(out_rounds[-1], flush=True)
             if model == "logistic":
                 fs.close()  # free the workers' memory for dask-ml's copy of the arrays
                 Xp, yp = client.persist([X, y])
                 for solver, max_iter in (("newton", 50), ("lbfgs", lbfgs_iterations)):
-                    coef, seconds, iterations = dask_ml_fit(solver, Xp, yp, 1e-8, max_iter)
+                    start = time.perf_counter()
+                    try:
+                        coef, seconds, iterations = dask_ml_fit(solver, Xp, yp, 1e-8,
+                                                                max_iter)
+                    except Exception as exc:  # noqa: BLE001 - e.g. workers out of memory
+                        out_solve.append((model, f"dask-ml {solver}", "", "", "",
+                                          f"failed: {type(exc).__name__}", "",
+                                          f"{time.perf_counter() - start:.1f}"))
+                        print(f"dask-ml {solver} failed: {str(exc)[:300]}", flush=True)
+                        client.wait_for_workers(workers, timeout=120)
+                        Xp, yp = client.persist([X, y])
+                        continue
                     with nad.FiniteSum(term, data=(X, y), client=client,
                                        engine=ENGINE) as check:
                         f, g = check.value_and_grad(coef)
                     out_solve.append((model, f"dask-ml {solver}", iterations, "", "",
                                       f"{f:.12g}", f"{np.linalg.norm(g):.1e}",
                                       f"{seconds:.1f}"))
+                    print(out_solve[-1], flush=True)
                 del Xp, yp
             else:
                 fs.close()
