@@ -402,7 +402,7 @@ class Compiler:
                 worker = subprocess.Popen(
                     [sys.executable, "-c", _BOOTSTRAP], stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE, stderr=stderr, env=env, bufsize=0,
-                    close_fds=True, start_new_session=True)
+                    close_fds=True, start_new_session=os.name == "posix")
         except (OSError, ValueError):
             self._give_up()
             return None
