@@ -302,3 +302,28 @@ def test_a_forked_child_gets_its_own_worker_and_leaves_the_parents_alone(eager):
     assert parent_worker.poll() is None  # the child did not end the parent's worker
     later = compile_program(_program(rosen, 17), "auto")
     _until_compiled(later, np.linspace(-0.5, 0.5, 17))
+
+
+DISABLED = r"""
+import warnings, numpy as np, newtonad as nad
+warnings.simplefilter("error")
+from newtonad.ad.engine import auto, background, compile_program
+from newtonad.ad.transforms import value_and_grad_program
+auto.SUBMIT_CALLS, auto.SUBMIT_SECONDS = 1, 0.0
+p = value_and_grad_program(nad.trace(lambda x: np.sum(np.sin(x) * x), np.ones(5)))
+run = compile_program(p, "auto")
+x = np.linspace(0, 1, 5)
+run(x); background.wait(120); run(x)
+assert run.tier.state == "numpy", run.tier.state
+assert np.allclose(run(x)[1], np.sin(x) + x * np.cos(x), rtol=1e-14, atol=0)
+print("ok")
+"""
+
+
+def test_numba_disabled_leaves_programs_on_numpy_silently(tmp_path):
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1", NEWTONAD_CACHE_DIR=str(tmp_path))
+    env.pop("NEWTONAD_BACKGROUND", None)
+    proc = subprocess.run([sys.executable, "-c", DISABLED], env=env, capture_output=True,
+                          text=True, timeout=180)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+    assert proc.stderr == ""
