@@ -327,3 +327,13 @@ def test_numba_disabled_leaves_programs_on_numpy_silently(tmp_path):
                           text=True, timeout=180)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
     assert proc.stderr == ""
+
+
+def test_numpy_tier_is_as_silent_as_the_kernel_about_infinities():
+    program = _program(lambda x: np.sum(np.log(x) + 1.0 / x), 4)
+    run = compile_program(program, "auto")
+    x = np.array([0.0, 1.0, 2.0, -1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value, grad = run(x)  # log(0), 1/0, log(-1): no RuntimeWarning
+    assert np.isnan(value) and np.isnan(grad[0]) and grad[1] == 0.0 and grad[2] == 0.25

@@ -12,7 +12,9 @@ the kernel when it is ready. Nobody above the engine can tell which tier ran a c
   arrays, checked the same way; ``run.reusing_outputs()`` gives a sibling that returns
   the *same* arrays on every call — the same ones before and after the switch;
 * inputs are checked and converted as the numba engine does;
-* no warnings: a program the numba engine cannot lower simply stays on NumPy;
+* no warnings: a program the numba engine cannot lower simply stays on NumPy, and
+  the NumPy tier computes infinities and NaNs silently (``np.errstate``), as the
+  compiled kernel does;
 * once switched, a call costs exactly what a call of the numba engine's runner costs:
   the runner takes over the compiled runner's code (``__code__``) and names, so there
   is no wrapper left in between.
@@ -144,7 +146,8 @@ class Tier:
         if reference is None:
             reference = self._reference = numpy_eval.compile_program(self.program)
         start = time.perf_counter()
-        outs = reference(*args)
+        with np.errstate(all="ignore"):  # IEEE results without warnings, as the kernel
+            outs = reference(*args)
         self.spent += time.perf_counter() - start
         self.calls += 1
         if self.state == COLD and self.calls >= SUBMIT_CALLS:
