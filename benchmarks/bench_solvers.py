@@ -20,6 +20,9 @@ import time
 
 import numpy as np
 
+#: compiled kernels, named: the tiered default would time its NumPy tier in short runs
+ENGINE = "numba"
+
 #: seconds slept per evaluation in the slow variant
 DELAY = 2e-4
 METHODS = ["newton-cg", "trust-ncg", "trust-krylov", "trust-exact",
@@ -98,7 +101,7 @@ def run_one(method, problem, delay):
     """Solve ``problem`` with ``method``; return the tracked numbers as a dict."""
     import newtonad as nad
 
-    obj = SlowObjective(nad.Objective(problem.fun), delay)
+    obj = SlowObjective(nad.Objective(problem.fun, engine=ENGINE), delay)
     start = time.perf_counter()
     if method.startswith("scipy:"):
         res = _scipy(obj, problem.x0.copy(), method[len("scipy:"):])
@@ -113,7 +116,7 @@ def _warm_up(problem):
     """Trace and compile before timing (later Objectives reuse the programs)."""
     import newtonad as nad
 
-    obj = nad.Objective(problem.fun)
+    obj = nad.Objective(problem.fun, engine=ENGINE)
     obj.value_and_grad(problem.x0)
     obj.hessp(problem.x0, np.ones_like(problem.x0))
     obj.hess(problem.x0)

@@ -39,7 +39,8 @@ def add_parser(sub: Any) -> None:
                    help=f"frame modes (default: {' '.join(FRAME_MODES)})")
     p.add_argument("--plot", metavar="FILE", help="save a plot (png, svg, pdf) of the results")
     p.add_argument("--json", metavar="FILE", help="save the measurements as JSON")
-    add_engine_argument(p)
+    # compiled kernels: the tiered default would time its NumPy tier in a short run
+    add_engine_argument(p, default="numba", note="numba")
     p.add_argument("--format", choices=("text", "markdown"), default="text",
                    help="table format (default: text)")
     p.set_defaults(handler=run)
@@ -66,8 +67,6 @@ def render(measurements: list[Measurement], fmt: str = "text") -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Measure, print the tables, and optionally plot and save."""
-    import newtonad.api
-
     for mode in args.modes:
         if mode not in FRAME_MODES:
             raise UsageError(f"unknown mode {mode!r}; choose from {', '.join(FRAME_MODES)}")
@@ -78,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         from .plots import require_matplotlib
         require_matplotlib()
     repeat, budget = (3, 0.2) if args.quick else (7, 1.0)
-    engine = args.engine or newtonad.api.DEFAULT_ENGINE
+    engine = args.engine
     print(f"newtonad bench: seconds per frame column, engine {engine!r}, best of {repeat} "
           "after a warm-up\n")
     sys.stdout.flush()
