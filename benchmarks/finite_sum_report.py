@@ -212,7 +212,8 @@ def dask_ml_fit(solver, X, y, tol, max_iter):
 
 
 def beyond_one_worker(total_mib, workers, memory_limit_mib, cols, repeat,
-                      methods=("newton-cg", "trust-krylov"), lbfgs_iterations=200):
+                      methods=("newton-cg", "trust-krylov"), lbfgs_iterations=200,
+                      models=tuple(MODELS)):
     import newtonad as nad
 
     rows = int(total_mib * MIB // ((cols + 1) * 8))
@@ -222,7 +223,8 @@ def beyond_one_worker(total_mib, workers, memory_limit_mib, cols, repeat,
     cluster, client = start_cluster(workers, f"{memory_limit_mib}MiB")
     out_solve, out_rounds = [], []
     try:
-        for model, term in MODELS.items():
+        for model in models:
+            term = MODELS[model]
             warm_kernels(term, [(chunk, cols)])
             X, y = make_data(model, rows, cols, chunk)
             w0 = start_point(model, cols)
@@ -358,6 +360,8 @@ def main(argv=None):
     parser.add_argument("--big-workers", type=int, default=12, help="workers of section 2")
     parser.add_argument("--memory-limit-mib", type=int, default=400,
                         help="one worker's memory_limit in section 2")
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS),
+                        help="models of section 2")
     parser.add_argument("--gtol-per-row", type=float, default=GTOL,
                         help="gradient tolerance per row of data")
     parser.add_argument("--lbfgs-iterations", type=int, default=100,
@@ -376,7 +380,7 @@ def main(argv=None):
         else:
             beyond_one_worker(args.big_mib, args.big_workers, args.memory_limit_mib, 64,
                               repeat, methods=("newton-cg",),
-                              lbfgs_iterations=args.lbfgs_iterations)
+                              lbfgs_iterations=args.lbfgs_iterations, models=args.models)
 
 
 if __name__ == "__main__":
