@@ -24,7 +24,8 @@ pytestmark = pytest.mark.skipif(
 PAGES = ["index", "getting-started", "tutorials/rosenbrock", "tutorials/logistic",
          "tutorials/grid-energy", "tutorials/scipy", "tutorials/constraints",
          "howto/index", "howto/fit-with-data", "howto/scipy-callbacks",
-         "howto/choose-method", "howto/iteration-table", "howto/asv", "traced", "sharp-bits",
+         "howto/choose-method", "howto/iteration-table", "howto/asv", "howto/loops",
+         "howto/finite-sum", "tutorials/finite_sum", "traced", "sharp-bits",
          "explanations/programs", "explanations/frames", "explanations/modes",
          "explanations/transforms", "cli", "performance", "api"]
 
