@@ -152,6 +152,14 @@ def _envelope(h: Any) -> int:
     return int((rows - first).sum()) + n
 
 
+#: The natural order is kept while its factor has at most NATURAL_FILL times the entries
+#: of the fill-reducing order's, or at most NATURAL_ENTRIES entries (a few MB, factorised
+#: in milliseconds): the λ iteration's indefinite bounds and near-null vectors depend on
+#: the order, and only the natural order takes the dense path's iterates.
+NATURAL_FILL = 4.0
+NATURAL_ENTRIES = 2**20
+
+
 def choose_ordering(h: Any) -> str:
     """How ``H + λI`` is factorised: ``"BANDED"``, ``"NATURAL"``, ``"AMD"`` or ``"MMD_AT_PLUS_A"``.
 
@@ -160,7 +168,8 @@ def choose_ordering(h: Any) -> str:
     narrow banded Hessians, where it costs O(n b²) with no symbolic work and SuperLU's
     supernodal machinery is ten times slower (measured: n = 1e6 tridiagonal, 47 ms
     against 730 ms). Otherwise SuperLU: ``"NATURAL"`` when its factor, which lies in
-    the envelope, has no more entries than that of ``"MMD_AT_PLUS_A"``, measured on
+    the envelope, has at most :data:`NATURAL_ENTRIES` entries or :data:`NATURAL_FILL`
+    times the entries of the fill-reducing one's, measured on
     ``H + sI`` with ``s`` making it diagonally dominant (the pattern is all that matters
     for fill without pivoting); else the latter. (The natural order is not factorised to
     find out: on a 256 x 256 grid that alone took ten times the minimum-degree one.)
@@ -173,14 +182,18 @@ def choose_ordering(h: Any) -> str:
     upper = 0.5 * (h.nnz + n)  # entries of the upper triangle, diagonal included (about)
     if (bandwidth(h) + 1) * n <= 2.0 * upper:
         return "BANDED"
+    envelope = _envelope(h)
+    if envelope <= NATURAL_ENTRIES:
+        return "NATURAL"
     shift = float(np.asarray(abs(h).sum(axis=1)).max(initial=0.0)) + 1.0
     a = (h + shift * sparse.eye_array(n, format="csr")).tocsc()
     if qdldl is not None:
         factor_nnz = qdldl.Solver(a).factors()[0].nnz + n  # strict L, plus the diagonal
-        return "NATURAL" if _envelope(h) <= factor_nnz else "AMD"
+        return "NATURAL" if envelope <= NATURAL_FILL * factor_nnz else "AMD"
     lu = _splu(a, "MMD_AT_PLUS_A")
     # L and U of SuperLU each hold the Cholesky factor's pattern (with the diagonal)
-    return "NATURAL" if 2 * _envelope(h) <= lu.L.nnz + lu.U.nnz else "MMD_AT_PLUS_A"
+    return ("NATURAL" if 2 * envelope <= NATURAL_FILL * (lu.L.nnz + lu.U.nnz)
+            else "MMD_AT_PLUS_A")
 
 
 class _Factor:
@@ -270,6 +283,20 @@ class _LUFactor(_Factor):
         sigma2, w = _linpack_near_null(
             u.tocsr(), lambda y: splinalg.spsolve_triangular(u, y, lower=False))
         return sigma2, w[self.lu.perm_c]
+
+
+def _with_stored_diagonal(h: Any) -> tuple[Any, np.ndarray]:
+    """``H`` in CSC with every diagonal entry stored, and their positions in its data:
+    adding λ is then an in-place update of the diagonal, not a sparse sum."""
+    n = h.shape[0]
+    coo = sparse.coo_array(h)
+    diag = np.arange(n)
+    shifted = sparse.csc_array(  # duplicates summed: h[i, i] + 0.0 = h[i, i]
+        (np.concatenate([coo.data, np.zeros(n)]),
+         (np.concatenate([coo.row, diag]), np.concatenate([coo.col, diag]))), shape=(n, n))
+    shifted.sum_duplicates()
+    cols = np.repeat(diag, np.diff(shifted.indptr))
+    return shifted, np.flatnonzero(shifted.indices == cols)
 
 
 class _BandFactor(_Factor):
@@ -383,8 +410,7 @@ def _upper_band(h: Any) -> np.ndarray:
 def _factoriser(h: Any, ordering: str,
                 cache: Optional[dict] = None) -> Callable[[float], _Factor]:
     """``λ -> factorisation of H + λI``, with the work that does not depend on λ done once
-    (band storage; or ``H`` in CSC with every diagonal entry stored, so that adding λ is
-    an in-place update of the diagonal, not a sparse sum). With ``"AMD"``, ``cache``
+    (band storage, or :func:`_with_stored_diagonal`). With ``"AMD"``, ``cache``
     (a dict kept for the run) carries QDLDL's symbolic analysis from one Hessian to the
     next while the pattern stays the same."""
     if ordering == "AMD":
@@ -392,15 +418,7 @@ def _factoriser(h: Any, ordering: str,
     if ordering == "BANDED":
         band = _upper_band(h)
         return lambda lam: _BandFactor(h, band, lam)
-    n = h.shape[0]
-    coo = sparse.coo_array(h)
-    diag = np.arange(n)
-    shifted = sparse.csc_array(  # duplicates summed: h[i, i] + 0.0 = h[i, i]
-        (np.concatenate([coo.data, np.zeros(n)]),
-         (np.concatenate([coo.row, diag]), np.concatenate([coo.col, diag]))), shape=(n, n))
-    shifted.sum_duplicates()
-    cols = np.repeat(diag, np.diff(shifted.indptr))
-    diagonal = np.flatnonzero(shifted.indices == cols)
+    shifted, diagonal = _with_stored_diagonal(h)
     return lambda lam: _LUFactor(h, shifted, diagonal, lam, ordering)
 
 
