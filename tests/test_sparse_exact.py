@@ -6,7 +6,7 @@ import scipy.sparse as sp
 
 import newtonad as nad
 from newtonad import problems
-from newtonad.solvers import sparse_exact
+from newtonad.solvers import sparse_exact, sparse_factors
 from newtonad.solvers.exact import MAX_DENSE_N, solve_dense_trs
 from newtonad.solvers.minimize import minimize
 from newtonad.solvers.sparse_exact import choose_ordering, solve_sparse_trs
@@ -122,7 +122,7 @@ def test_ordering_is_banded_for_narrow_bands_and_fill_reducing_for_arrow(monkeyp
     arrow.setdiag(float(n))
     # a small envelope is factorised in the natural order (the dense path's iterates)
     assert choose_ordering(sp.csr_array(arrow)) == "NATURAL"
-    monkeypatch.setattr(sparse_exact, "NATURAL_ENTRIES", 0)
+    monkeypatch.setattr(sparse_factors, "NATURAL_ENTRIES", 0)
     assert choose_ordering(sp.csr_array(arrow)) == "AMD"  # natural fills in
 
 
@@ -230,7 +230,7 @@ def test_banded_near_null_and_indefinite_bound_are_the_dense_paths():
     from scipy.linalg import cholesky
 
     from newtonad.solvers.exact import _indefinite_bound, _near_null_vector
-    from newtonad.solvers.sparse_exact import _factoriser
+    from newtonad.solvers.sparse_factors import _factoriser
 
     n = 30
     h = _banded(n, [(1, 1.0), (2, -0.4)], np.linspace(0.2, 3.0, n))
@@ -257,7 +257,7 @@ def test_banded_near_null_and_indefinite_bound_are_the_dense_paths():
 
 
 def test_bandwidth_of_random_patterns():
-    from newtonad.solvers.sparse_exact import bandwidth
+    from newtonad.solvers.sparse_factors import bandwidth
 
     rng = np.random.default_rng(4)
     for _ in range(20):
@@ -286,7 +286,7 @@ def test_a_dense_pattern_above_the_dense_limit_says_so_in_disp(capsys):
 
 
 def test_the_envelope_bounds_the_natural_cholesky_factor():
-    from newtonad.solvers.sparse_exact import _envelope
+    from newtonad.solvers.sparse_factors import _envelope
 
     rng = np.random.default_rng(8)
     for _ in range(10):
@@ -300,7 +300,7 @@ def test_the_envelope_bounds_the_natural_cholesky_factor():
 
 
 def test_near_null_leaves_the_superlu_factor_alone():
-    from newtonad.solvers.sparse_exact import _factoriser
+    from newtonad.solvers.sparse_factors import _factoriser
 
     h, _ = _random_sparse_symmetric(40, 2, 8.0)
     fac = _factoriser(h, "MMD_AT_PLUS_A")(0.5)
@@ -335,7 +335,7 @@ def test_ldl_factor_against_the_dense_spectrum(lam):
     """QDLDL's factor of H + λI: definite iff the smallest eigenvalue is positive; else a
     Rayleigh quotient (so at least the smallest eigenvalue, at most 0) gives the bound;
     solves and the near-null estimate hold, through refactorisations at other λ."""
-    from newtonad.solvers.sparse_exact import _factoriser
+    from newtonad.solvers.sparse_factors import _factoriser
 
     h, _ = _random_sparse_symmetric(50, 3, -1.0)
     factorise = _factoriser(h, "AMD")
