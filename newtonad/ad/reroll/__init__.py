@@ -87,10 +87,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .primitives.core import const_p
-from .primitives.elementwise import add_p, neg_p, sub_p
-from .primitives.linalg import einsum_p
-from .primitives.structural import (
+from ..primitives.core import const_p
+from ..primitives.elementwise import add_p, neg_p, sub_p
+from ..primitives.linalg import einsum_p
+from ..primitives.structural import (
     broadcast_to_p,
     concatenate_p,
     gather_p,
@@ -98,7 +98,7 @@ from .primitives.structural import (
     reshape_p,
     slice_p,
 )
-from .program import ArrayConst, Program, Slot, Step
+from ..program import ArrayConst, Program, Slot, Step
 
 #: Switch re-rolling of traced programs on or off (tests and benchmarks switch it off to
 #: compare with the unrolled program).
