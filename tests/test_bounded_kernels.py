@@ -79,7 +79,12 @@ def test_long_gradient_is_split_into_bounded_chunks_and_matches_numpy(small_chun
     kernel = numba_engine.lower(vg)
     assert len(kernel.chunks) >= 3
     assert all(c.lines <= small_chunks for c in kernel.chunks)
-    assert kernel.source.count("@njit") == len(kernel.chunks) + 1  # the chunks and the driver
+    # each chunk is jitted on its own; the driver is plain Python (no numba module linking
+    # all the chunks into one)
+    assert kernel.source.count("@njit") == len(kernel.chunks)
+    lines = kernel.source.splitlines()
+    driver = lines.index(next(line for line in lines if line.startswith("def kernel(")))
+    assert not lines[driver - 1].startswith("@njit")
     fn, dispatcher, path = numba_engine.load(kernel)
     run = numba_engine.make_runner(fn, kernel, dispatcher, path)
     f, g = run(x)
@@ -159,3 +164,38 @@ def test_a_very_long_fused_chain_lowers_without_recursion(monkeypatch):
     assert len(program.steps) > 20000
     kernel = numba_engine.lower(program)
     assert kernel.chunks
+
+
+def test_many_chunks_compile_in_child_processes_and_load_from_the_cache(small_chunks, tmp_path,
+                                                                       monkeypatch):
+    """A kernel of more chunks than CHUNKS_PER_PROCESS is compiled by child processes
+    (bounding any one process's memory): this process only loads the chunks from the
+    disk cache (every chunk a cache hit, no miss), and the result is the NumPy
+    evaluator's."""
+    import resource
+
+    monkeypatch.setenv("NEWTONAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(numba_engine, "CHUNKS_PER_PROCESS", 2)
+    x = np.linspace(-1.2, 1.1, 13)
+    vg = tf.value_and_grad_program(traced(rosen_loop, x))
+    kernel = numba_engine.lower(vg)
+    assert len(kernel.chunks) > 2
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
+    fn, dispatcher, path = numba_engine.load(kernel)
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime > children_before
+    stats = dispatcher.stats
+    assert sum(stats.cache_hits.values()) == len(kernel.chunks)
+    assert sum(stats.cache_misses.values()) == 0
+    f, g = numba_engine.make_runner(fn, kernel, dispatcher, path)(x)
+    f_ref, g_ref = numpy_eval.evaluate(vg, x)
+    assert_close(f, f_ref, rtol=1e-13)
+    assert_close(g, g_ref, rtol=1e-12)
+
+
+def test_chunk_table_lists_each_chunk_with_its_params_and_returns(small_chunks):
+    x = np.linspace(-1.2, 1.1, 13)
+    kernel = numba_engine.lower(tf.value_and_grad_program(traced(rosen_loop, x)))
+    namespace: dict = {}
+    table = kernel.source[kernel.source.index("CHUNKS = ("):kernel.source.index("def kernel(")]
+    exec(table, namespace)
+    assert namespace["CHUNKS"] == tuple((c.name, c.params, c.returns) for c in kernel.chunks)

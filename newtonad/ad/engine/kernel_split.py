@@ -290,9 +290,19 @@ def split(header: Sequence[Any], body: Sequence[Any], kernel_args: Sequence[str]
     return sources + ["\n".join(driver)], chunks
 
 
+def chunk_table(chunks: Sequence[Chunk]) -> str:
+    """The module-level table ``CHUNKS`` of a split kernel's source: for each chunk, in
+    the order the driver calls them, its name, parameters and returns. The engine
+    compiles the chunks one by one from it, typing each one's scalar parameters by the
+    return types of the chunks before (see :func:`.numba_engine.load`)."""
+    rows = "".join(f"    ({c.name!r}, {c.params!r}, {c.returns!r}),\n" for c in chunks)
+    return f"CHUNKS = (\n{rows})"
+
+
 def _arg_order(kernel_args: Sequence[str]):
     position = {a: n for n, a in enumerate(kernel_args)}
     return lambda x: (0, position[x], "") if x in position else (1, 0, x)
 
 
-__all__ = ["Chunk", "MAX_CHUNK_LINES", "SPLIT_FROM_LINES", "code_line_count", "flow", "split"]
+__all__ = ["Chunk", "MAX_CHUNK_LINES", "SPLIT_FROM_LINES", "chunk_table", "code_line_count",
+           "flow", "split"]

@@ -191,7 +191,10 @@ class Generator:
                 functions = []
                 for src, chunk in zip(sources, chunks):
                     functions += [decorator(chunk.parallel), src, "", ""]
-                functions += [decorator(False), f"def kernel({', '.join(args)}):",
+                # the driver is plain Python: each chunk compiles as its own module
+                # (a numba driver would link and optimise them all as one)
+                functions += [kernel_split.chunk_table(chunks), "", "",
+                              f"def kernel({', '.join(args)}):",
                               *("    " + line for line in sources[-1].splitlines()),
                               "    return None", ""]
         lines = [

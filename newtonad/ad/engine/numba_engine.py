@@ -27,11 +27,15 @@ without numba's first-compile set-up (see :func:`load_overload`).
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import sys
 import threading
+import types
 import warnings
+from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -152,6 +156,146 @@ def load_overload(dispatcher, sig) -> Any | None:
         return cres
 
 
+class ChunkDispatchers:
+    """The numba dispatchers of a split kernel's chunks, in the order the driver calls
+    them; ``stats`` adds up their cache hits and misses (as one dispatcher's would)."""
+
+    def __init__(self, dispatchers: list[Any]) -> None:
+        self.dispatchers = dispatchers
+
+    @property
+    def stats(self) -> Any:
+        hits: collections.Counter = collections.Counter()
+        misses: collections.Counter = collections.Counter()
+        for d in self.dispatchers:
+            hits.update(d.stats.cache_hits)
+            misses.update(d.stats.cache_misses)
+        path = self.dispatchers[0].stats.cache_path if self.dispatchers else None
+        return types.SimpleNamespace(cache_path=path, cache_hits=hits, cache_misses=misses)
+
+
+#: A split kernel of more chunks than this is compiled in child processes, this many
+#: chunks each, and then loaded from the disk cache. Each chunk compiled in a process
+#: keeps about 2.5 MB there (its LLVM module and numba's records of it; measured on the
+#: Rosenbrock loop's gradient, 250-line chunks), on top of ~70 MB for numba's first
+#: compile, so the 2 000-term loop's 168 chunks compiled in one process peaked at 650 MB;
+#: a chunk loaded from the cache keeps about 1 MB. 40 chunks bound a child near 300 MB.
+CHUNKS_PER_PROCESS = 40
+
+_CHILD = """
+import pickle, sys
+sys.path.insert(0, {root!r})  # the parent's newtonad
+from newtonad.ad.engine import numba_engine
+sys.stdout.buffer.write(pickle.dumps(numba_engine.compile_chunk_range(
+    *pickle.loads(sys.stdin.buffer.read()))))
+"""
+
+
+def _chunk_signature(module: ModuleType, sig: tuple) -> dict[str, Any]:
+    """numba types of the driver's arguments, by name."""
+    code = module.kernel.__code__
+    return dict(zip(code.co_varnames[:code.co_argcount], sig))
+
+
+def _compile_chunk(module: ModuleType, name: str, params: tuple, returns: tuple,
+                   typed: dict[str, Any]) -> tuple[Any, Any]:
+    """Load (or compile) one chunk for the types of ``params`` in ``typed``; records the
+    types of its ``returns`` there. Returns its dispatcher and overload."""
+    from numba.core import types as nbtypes
+
+    dispatcher = getattr(module, name)
+    chunk_sig = tuple(typed[p] for p in params)
+    overload = load_overload(dispatcher, chunk_sig)
+    if overload is None:
+        dispatcher.compile(chunk_sig)
+        overload = dispatcher.overloads[chunk_sig]
+    if returns:
+        result = overload.signature.return_type
+        typed.update(zip(returns, (nbtypes.unliteral(t) for t in result.types)))
+    return dispatcher, overload
+
+
+def compile_chunk_range(name: str, path: str, typed: dict[str, Any], start: int, stop: int,
+                        parallel: bool) -> dict[str, Any]:
+    """In a child process: compile chunks ``start:stop`` of the split kernel module
+    ``name`` (source ``path``) into the disk cache; ``typed`` holds the types of the names
+    they read. Returns ``typed`` with the types of what they return."""
+    if parallel:
+        numba_threads.use_layer()
+    module = cache.import_module(name, Path(path))
+    for chunk_name, params, returns in module.CHUNKS[start:stop]:
+        _compile_chunk(module, chunk_name, params, returns, typed)
+    return typed
+
+
+def _compile_in_children(module: ModuleType, path: Path, typed: dict[str, Any],
+                         parallel: bool) -> None:
+    """Compile a long split kernel's chunks into the disk cache in child processes of
+    :data:`CHUNKS_PER_PROCESS` chunks each, one after the other (a child's chunks take
+    their scalar types from the children before). Raises on a failed child."""
+    import pickle
+    import subprocess
+
+    for start in range(0, len(module.CHUNKS), CHUNKS_PER_PROCESS):
+        stop = start + CHUNKS_PER_PROCESS
+        request = pickle.dumps((module.__name__, str(path), typed, start, stop, parallel))
+        root = str(Path(__file__).resolve().parents[3])
+        done = subprocess.run([sys.executable, "-c", _CHILD.format(root=root)], input=request,
+                              capture_output=True, check=True)
+        typed = pickle.loads(done.stdout)
+
+
+def _load_chunks(module: ModuleType, sig: tuple, path: Path,
+                 parallel: bool) -> tuple[Callable, ChunkDispatchers]:
+    """Compile (or load from the cache) each chunk of a split kernel's ``module`` on its
+    own, and bind the module's Python driver to their compiled entry points.
+
+    numba links the code of every function a jitted function calls into the caller's
+    module and optimises it as a whole, so a jitted driver compiled the whole kernel at
+    once after all (20 000 steps: 700 MB). Compiled separately, each chunk is its own
+    LLVM module, and the driver costs a Python call per chunk per evaluation (about a
+    microsecond). A chunk's scalar parameters are typed by the return types of the
+    chunks before it, in the driver's order (``module.CHUNKS``); arrays by ``sig``.
+    Kernels of more than :data:`CHUNKS_PER_PROCESS` chunks not all in the cache are
+    compiled in child processes first, which bounds the memory any process needs.
+    """
+    chunks = module.CHUNKS
+    if len(chunks) > CHUNKS_PER_PROCESS and not _all_cached(module, sig):
+        try:
+            _compile_in_children(module, path, _chunk_signature(module, sig), parallel)
+        except Exception:  # no child processes here: compile them all in this one
+            pass
+    typed = _chunk_signature(module, sig)
+    entries: dict[str, Callable] = {}
+    dispatchers = []
+    for name, params, returns in chunks:
+        dispatcher, overload = _compile_chunk(module, name, params, returns, typed)
+        entries[name] = getattr(overload, "entry_point", None) or dispatcher
+        dispatchers.append(dispatcher)
+    driver = types.FunctionType(module.kernel.__code__, {**vars(module), **entries}, "kernel")
+    return driver, ChunkDispatchers(dispatchers)
+
+
+def _all_cached(module: ModuleType, sig: tuple) -> bool:
+    """Whether numba's disk cache has the last chunk (chunks are compiled in order, so
+    then all of them), for the types the chunks before it give."""
+    typed = _chunk_signature(module, sig)
+    try:
+        for name, params, returns in module.CHUNKS:
+            dispatcher = getattr(module, name)
+            chunk_sig = tuple(typed[p] for p in params)
+            overload = load_overload(dispatcher, chunk_sig)
+            if overload is None:
+                return False
+            if returns:
+                from numba.core import types as nbtypes
+                result = overload.signature.return_type
+                typed.update(zip(returns, (nbtypes.unliteral(t) for t in result.types)))
+    except Exception:
+        return False
+    return True
+
+
 def load(kernel: Kernel, name_path: tuple[str, Any] | None = None):
     """Compile ``kernel`` (or load it from the disk cache).
 
@@ -168,6 +312,9 @@ def load(kernel: Kernel, name_path: tuple[str, Any] | None = None):
         dispatcher = None
         try:
             module = cache.import_module(name, path)
+            if hasattr(module, "CHUNKS"):  # a split kernel: chunks compiled one by one
+                driver, dispatcher = _load_chunks(module, sig, path, kernel.parallel)
+                return driver, dispatcher, path
             dispatcher = module.kernel
             overload = load_overload(dispatcher, sig)
             if overload is None:
