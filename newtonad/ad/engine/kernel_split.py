@@ -50,6 +50,17 @@ SPLIT_FROM_LINES = 2000
 #: ``benchmarks/pipeline_report.py --compile`` measures it.
 MAX_CHUNK_LINES = 250
 
+#: Kernels of at least this many chunks get a plain Python driver instead of a jitted
+#: one. numba links every function a jitted function calls into the caller's LLVM
+#: module, so the whole kernel is still held at once: the gradient of the 2 000-term
+#: Rosenbrock loop (44 006 steps, 168 chunks) peaked at 700 MB. With a Python driver
+#: each chunk is compiled on its own, in child processes of
+#: :data:`.numba_engine.CHUNKS_PER_PROCESS` chunks, and the driver costs about 0.25 us
+#: per chunk per call (that kernel: 47 us a call against 10 us with a jitted driver).
+#: Kernels of fewer chunks keep the jitted driver: 17 chunks compile in 230 MB, and call
+#: it in 1.4 us where a Python driver takes 6.3 us.
+PYTHON_DRIVER_FROM_CHUNKS = 41
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -304,5 +315,5 @@ def _arg_order(kernel_args: Sequence[str]):
     return lambda x: (0, position[x], "") if x in position else (1, 0, x)
 
 
-__all__ = ["Chunk", "MAX_CHUNK_LINES", "SPLIT_FROM_LINES", "chunk_table", "code_line_count",
-           "flow", "split"]
+__all__ = ["Chunk", "MAX_CHUNK_LINES", "PYTHON_DRIVER_FROM_CHUNKS", "SPLIT_FROM_LINES",
+           "chunk_table", "code_line_count", "flow", "split"]

@@ -191,10 +191,12 @@ class Generator:
                 functions = []
                 for src, chunk in zip(sources, chunks):
                     functions += [decorator(chunk.parallel), src, "", ""]
-                # the driver is plain Python: each chunk compiles as its own module
-                # (a numba driver would link and optimise them all as one)
-                functions += [kernel_split.chunk_table(chunks), "", "",
-                              f"def kernel({', '.join(args)}):",
+                if len(chunks) < kernel_split.PYTHON_DRIVER_FROM_CHUNKS:
+                    functions += [decorator(False)]
+                else:  # a Python driver: each chunk compiles as its own module (a numba
+                    # driver links and optimises them all as one), in child processes
+                    functions += [kernel_split.chunk_table(chunks), "", ""]
+                functions += [f"def kernel({', '.join(args)}):",
                               *("    " + line for line in sources[-1].splitlines()),
                               "    return None", ""]
         lines = [

@@ -174,7 +174,8 @@ class ChunkDispatchers:
         return types.SimpleNamespace(cache_path=path, cache_hits=hits, cache_misses=misses)
 
 
-#: A split kernel of more chunks than this is compiled in child processes, this many
+#: A split kernel with a Python driver (:data:`.kernel_split.PYTHON_DRIVER_FROM_CHUNKS`
+#: chunks or more) of more chunks than this is compiled in child processes, this many
 #: chunks each, and then loaded from the disk cache. Each chunk compiled in a process
 #: keeps about 2.5 MB there (its LLVM module and numba's records of it; measured on the
 #: Rosenbrock loop's gradient, 250-line chunks), on top of ~70 MB for numba's first
