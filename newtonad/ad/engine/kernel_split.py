@@ -21,6 +21,11 @@ only their names are passed; scalars travel as arguments and return tuples. Head
 definitions are free to repeat (views of arrays, reads of input scalars), so every
 chunk re-derives the ones it uses from the kernel's own arguments instead of
 receiving them: no array travels through a return tuple.
+
+The driver is jitted, unless the kernel has :data:`PYTHON_DRIVER_FROM_CHUNKS` chunks or
+more: then it is plain Python, the source lists the chunks in a table ``CHUNKS`` (name,
+parameters, returns) and the engine compiles each chunk on its own, in child processes
+(see :func:`.numba_engine.load`).
 """
 
 from __future__ import annotations
