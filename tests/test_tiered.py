@@ -274,7 +274,8 @@ def test_exit_does_not_wait_for_a_compile_and_ends_the_worker(tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-def test_a_forked_child_gets_its_own_worker_and_leaves_the_parents_alone(eager):
+def test_a_forked_child_gets_its_own_worker_and_leaves_the_parents_alone(eager, tmp_path):
+    failure = tmp_path / "child-failure.txt"  # what went wrong in the child, if anything
     x = np.linspace(-0.5, 0.5, 15)
     parent_run = compile_program(_program(rosen, 15), "auto")
     _until_compiled(parent_run, x)  # the parent's worker is running
@@ -295,10 +296,15 @@ def test_a_forked_child_gets_its_own_worker_and_leaves_the_parents_alone(eager):
             ref = compile_program(run.program, "numpy")(xc)[1]
             status = 0 if np.allclose(got, ref, rtol=1e-13, atol=0) else 2
             background.shutdown()
+        except BaseException:
+            import traceback
+
+            failure.write_text(traceback.format_exc())
         finally:
             os._exit(status)
     _, code = os.waitpid(pid, 0)
-    assert os.WIFEXITED(code) and os.WEXITSTATUS(code) == 0
+    why = failure.read_text() if failure.exists() else ""
+    assert os.WIFEXITED(code) and os.WEXITSTATUS(code) == 0, why
     assert parent_worker.poll() is None  # the child did not end the parent's worker
     later = compile_program(_program(rosen, 17), "auto")
     _until_compiled(later, np.linspace(-0.5, 0.5, 17))
