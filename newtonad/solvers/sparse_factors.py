@@ -341,17 +341,7 @@ def _factoriser(h: Any, ordering: str,
 def _ldl_factoriser(h: Any, cache: dict) -> Callable[[float], _Factor]:
     """QDLDL on the upper triangle of ``H + λI`` (every diagonal entry stored): ordered and
     analysed once per pattern, refactorised numerically for each λ and each Hessian."""
-    n = h.shape[0]
-    diag = np.arange(n)
-    coo = sparse.coo_array(h)
-    keep = coo.row <= coo.col
-    upper = sparse.csc_array(  # duplicates summed: h[i, i] + 0.0 = h[i, i]
-        (np.concatenate([coo.data[keep], np.zeros(n)]),
-         (np.concatenate([coo.row[keep], diag]), np.concatenate([coo.col[keep], diag]))),
-        shape=(n, n))
-    upper.sum_duplicates()
-    cols = np.repeat(diag, np.diff(upper.indptr))
-    diagonal = np.flatnonzero(upper.indices == cols)
+    upper, diagonal = _with_stored_diagonal(sparse.triu(h, format="coo"))
     same = ("indptr" in cache and np.array_equal(cache["indptr"], upper.indptr)
             and np.array_equal(cache["indices"], upper.indices))
     if not same:
