@@ -1,4 +1,4 @@
-"""The IR: straight-line programs of slots and steps (seed 000).
+"""The IR: straight-line programs of slots and steps.
 
 A :class:`Program` has slots, each holding an array of a fixed shape and dtype, and
 runs a sequence of steps, each writing one slot from slots written earlier. The
@@ -364,7 +364,7 @@ class Program:
         return "\n".join(lines)
 
     def to_dot(self, name: str = "program", backward: bool = False) -> str:
-        """Graphviz source of the computation graph (seed 000's picture).
+        """Graphviz source of the computation graph (slots as nodes, steps as edges).
 
         Nodes are slots: inputs (roots) as double circles, outputs (targets) bold, each
         other slot labelled by the step that writes it. With ``backward=True`` every

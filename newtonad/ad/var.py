@@ -1,5 +1,5 @@
-"""Var and Op: seed 002's expression graph, and :func:`bind`, through which every
-primitive is applied.
+"""Var and Op: the eager expression graph (define-by-run, as in autograd), and
+:func:`bind`, through which every primitive is applied.
 
 A :class:`Var` is a node of an expression graph. It holds an abstract value
 (:class:`~newtonad.ad.program.Slot`: shape and dtype), optionally a concrete value,
@@ -71,7 +71,7 @@ class Op:
         return f"Op({self.primitive}, {len(self.args)} args)"
 
     def backward(self, out_grad: np.ndarray) -> list[np.ndarray | None]:
-        """Pull ``out_grad`` back to each argument (seed 002's ``Op.backward``).
+        """Pull ``out_grad`` back to each argument (reverse mode, one Op at a time).
 
         Returns the cotangent of each argument, ``None`` for constants. The pull-back
         is derived, not written by hand: vjp of a one-step program (:mod:`.eager`).
@@ -298,13 +298,13 @@ class Var(ArrayMethods):
             return lambda: impl(self)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
-    # ---- seed 002: backward --------------------------------------------------------
+    # ---- eager reverse mode --------------------------------------------------------
     def backward(self, grad: Any = None) -> None:
         """Accumulate d(self)/d(v) into ``v.grad`` for every non-constant Var ``v`` above.
 
         Runs the graph's Ops in reverse topological order, each pulling its output's
         cotangent back to its arguments, and adds cotangents arriving at one Var along
-        several paths (seed 002). Gradients add up over calls, as in autograd libraries:
+        several paths. Gradients add up over calls, as in autograd libraries:
         reset ``v.grad = None`` between them.
 
         Parameters
