@@ -18,7 +18,7 @@ from .ad import reroll
 from .ad.engine import compile_program
 from .ad.numpy_api import fold_objects
 from .ad.program import Program, Slot
-from .ad.trace import trace_function
+from .ad.trace import interpret, trace_function
 from .ad.var import Var
 
 FRAME_BUDGET = 1 << 24  # elements per frame chunk in jacobian / hessian (128 MiB of float64)
@@ -180,6 +180,34 @@ def derive(traced: Traced, kind: str, k: int | None, make: Callable[[], Any],
         else:
             traced.derived[key] = tuple(compile_program(p, engine) for p in programs)
     return traced.derived[key]
+
+
+# ---- running derived programs ---------------------------------------------------------------
+
+def is_traced_call(x: Any, args: Sequence[Any]) -> bool:
+    """Whether the call is made on Vars (inside a trace, or on eager Vars)."""
+    return isinstance(x, Var) or any(isinstance(a, Var) for a in args)
+
+
+def inlines(traced: Traced, x: Any, args: Sequence[Any], extra: Sequence[Any] = ()) -> bool:
+    """Whether the result depends on Vars, so the derived program is inlined, not run.
+
+    It does when the call is made on Vars, or when ``f`` closes over values of an
+    enclosing trace or eager Vars (``grad(inner)`` inside a traced ``outer``, at a
+    constant point): the enclosing level differentiates through them.
+    """
+    return (traced.from_outer or is_traced_call(x, args)
+            or any(isinstance(e, Var) for e in extra))
+
+
+def run_derived(traced: Traced, kind: str, k: int | None, make: Callable[[], Any],
+                engine: str, x: Any, args: Sequence[Any], extra: Sequence[Any] = ()) -> list:
+    """Run a derived program, compiled (arrays) or inlined (Vars)."""
+    if inlines(traced, x, args, extra):
+        program = derive(traced, kind, k, make, None)
+        return interpret(program, [x, *args, *traced.closed, *extra])
+    run = derive(traced, kind, k, make, engine)
+    return list(run(x, *args, *traced.closed_values(), *extra))
 
 
 # ---- identity frames --------------------------------------------------------------------

@@ -11,6 +11,7 @@ into the enclosing graph, so transforms compose: ``grad(grad(g))``,
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, Callable, Sequence
 
@@ -24,13 +25,21 @@ from ._programs import (
     derive,
     frame_chunks,
     identity_columns,
+    inlines,
+    is_traced_call,
+    run_derived,
     traced_at,
 )
 from .ad import numpy_api as npa
 from .ad import transforms as tf
 from .ad.program import Program
-from .ad.trace import interpret
 from .ad.var import Var, const_var
+from .sparse_derivatives import (
+    hessian_sparsity,
+    jacobian_sparsity,
+    sparse_hessian,
+    sparse_jacobian,
+)
 
 # "auto": NumPy at once, the numba kernel (compiled in a background process) once it is
 # ready. "numba" (compiled before the first call returns, kept in the disk cache) and
@@ -39,31 +48,6 @@ DEFAULT_ENGINE = os.environ.get("NEWTONAD_ENGINE", "auto")
 
 
 # ---- running derived programs ---------------------------------------------------------------
-
-def _is_traced_call(x: Any, args: Sequence[Any]) -> bool:
-    return isinstance(x, Var) or any(isinstance(a, Var) for a in args)
-
-
-def _inlines(traced: Traced, x: Any, args: Sequence[Any], extra: Sequence[Any] = ()) -> bool:
-    """Whether the result depends on Vars, so the derived program is inlined, not run.
-
-    It does when the call is made on Vars, or when ``f`` closes over values of an
-    enclosing trace or eager Vars (``grad(inner)`` inside a traced ``outer``, at a
-    constant point): the enclosing level differentiates through them.
-    """
-    return (traced.from_outer or _is_traced_call(x, args)
-            or any(isinstance(e, Var) for e in extra))
-
-
-def _run(traced: Traced, kind: str, k: int | None, make: Callable[[], Any], engine: str,
-         x: Any, args: Sequence[Any], extra: Sequence[Any] = ()) -> list:
-    """Run a derived program, compiled (arrays) or inlined (Vars)."""
-    if _inlines(traced, x, args, extra):
-        program = derive(traced, kind, k, make, None)
-        return interpret(program, [x, *args, *traced.closed, *extra])
-    run = derive(traced, kind, k, make, engine)
-    return list(run(x, *args, *traced.closed_values(), *extra))
-
 
 def _engine(engine: str | None) -> str:
     return engine or DEFAULT_ENGINE
@@ -144,8 +128,9 @@ def value_and_grad(f: Callable, *, engine: str | None = None) -> Callable:
     """
     def vg(x, *args):
         x, args, traced = _prepare(f, x, args, scalar=True)
-        y, g = _run(traced, "value_and_grad", 0,
-                    lambda: tf.value_and_grad_program(traced.program), _engine(engine), x, args)
+        y, g = run_derived(traced, "value_and_grad", 0,
+                           lambda: tf.value_and_grad_program(traced.program), _engine(engine),
+                           x, args)
         return (y if isinstance(y, Var) else float(y)), g
 
     return vg
@@ -224,8 +209,8 @@ def jvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *,
     """
     x, args, traced = _prepare(f, x, tuple(args), scalar=False)
     V, k = as_frame(V, tuple(x.shape))
-    return tuple(_run(traced, "jvp", k, lambda: tf.jvp_program(traced.program, k),
-                      _engine(engine), x, args, [V]))
+    return tuple(run_derived(traced, "jvp", k, lambda: tf.jvp_program(traced.program, k),
+                             _engine(engine), x, args, [V]))
 
 
 def vjp(f: Callable, x: Any, W: Any, args: Sequence[Any] = (), *,
@@ -272,8 +257,8 @@ def vjp(f: Callable, x: Any, W: Any, args: Sequence[Any] = (), *,
     x, args, traced = _prepare(f, x, tuple(args), scalar=False)
     y_shape = traced.program.out_slots[0].shape
     W, k = as_frame(W, y_shape, "W")
-    return tuple(_run(traced, "vjp", k, lambda: tf.vjp_program(traced.program, k),
-                      _engine(engine), x, args, [W]))
+    return tuple(run_derived(traced, "vjp", k, lambda: tf.vjp_program(traced.program, k),
+                             _engine(engine), x, args, [W]))
 
 
 def hvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *,
@@ -318,8 +303,8 @@ def hvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *,
     """
     x, args, traced = _prepare(f, x, tuple(args), scalar=True)
     V, k = as_frame(V, tuple(x.shape))
-    (hv,) = _run(traced, "hvp", k, lambda: tf.hvp_program(traced.program, k), _engine(engine),
-                 x, args, [V])
+    (hv,) = run_derived(traced, "hvp", k, lambda: tf.hvp_program(traced.program, k),
+                        _engine(engine), x, args, [V])
     return hv
 
 
@@ -363,7 +348,7 @@ def linearize(f: Callable, x: Any, args: Sequence[Any] = (), *,
     (array([1., 4.]), array([2., 4.]))
     """
     x, args, traced = _prepare(f, x, tuple(args), scalar=False)
-    if _inlines(traced, x, args):
+    if inlines(traced, x, args):
         raise TypeError("linearize is for concrete points and functions of them; inside a "
                         "traced function (or on newtonad.Var values) use jvp")
     x = x.copy()  # lin reads x later: the caller may change its array meanwhile
@@ -423,11 +408,11 @@ def jacobian(f: Callable, *, engine: str | None = None, sparse: bool = False) ->
            [0., 4.]])
     """
     if sparse:
-        return _sparse_jacobian(f, engine)
+        return sparse_jacobian(f, functools.partial(_engine, engine))
 
     def jac(x, *args):
         x_ = as_point(x)
-        if _is_traced_call(x_, args):
+        if is_traced_call(x_, args):
             return _jacobian_traced(f, x_, args)
         args_ = tuple(as_data(a) for a in args)
         traced = traced_at(f, x_, args_, scalar=False)
@@ -490,11 +475,11 @@ def hessian(f: Callable, *, engine: str | None = None, sparse: bool = False) -> 
            [ 0., 12.]])
     """
     if sparse:
-        return _sparse_hessian(f, engine)
+        return sparse_hessian(f, functools.partial(_engine, engine))
 
     def hess(x, *args):
         x_ = as_point(x)
-        if _is_traced_call(x_, args) or traced_at(f, x_, tuple(as_data(a) for a in args),
+        if is_traced_call(x_, args) or traced_at(f, x_, tuple(as_data(a) for a in args),
                                                  scalar=True).from_outer:
             return _jacobian_traced(grad(f), x_, args)
         n = x_.size
@@ -508,189 +493,5 @@ def hessian(f: Callable, *, engine: str | None = None, sparse: bool = False) -> 
     return hess
 
 
-# ---- sparse derivatives (issue 14) ------------------------------------------------------------
-
-def _traced_plain(f: Callable, x: Any, args: Sequence[Any], scalar: bool, what: str):
-    """Trace ``f`` for a sparse derivative, which works on arrays, not inside a trace."""
-    x_ = as_point(x)
-    args_ = tuple(as_data(a) for a in args)
-    if _is_traced_call(x_, args_):
-        raise TypeError(f"{what} works on arrays, not inside a trace or on Vars; "
-                        f"use the dense form there")
-    traced = traced_at(f, x_, args_, scalar=scalar)
-    if traced.from_outer:
-        raise TypeError(f"{what}: f closes over values of an enclosing trace; "
-                        f"use the dense form there")
-    return x_, args_, traced
-
-
-def _scalar_program(f: Callable, x: Any, args: Sequence[Any], what: str):
-    # Traced as the dense hessian / hvp trace it: a tuple or list is refused as not
-    # scalar (not stacked into an array), one entry in an array counts as a scalar.
-    try:
-        return _traced_plain(f, x, args, scalar=True, what=what)
-    except ValueError:
-        shape = _array_output_shape(f, x, args)
-        if shape is None or shape == ():  # f's own error, or the tracer's
-            raise
-        instead = ("jacobian_sparsity(f)" if what == "hessian_sparsity"
-                   else "jacobian(f, sparse=True)")
-        name = getattr(f, "__name__", type(f).__name__)
-        raise ValueError(f"{what} needs a function with one scalar output, but {name} "
-                         f"returned an array of shape {shape}; reduce it to a scalar (e.g. "
-                         f"np.sum), or use {instead} for the derivatives of a "
-                         f"vector-valued function") from None
-
-
-def _array_output_shape(f: Callable, x: Any, args: Sequence[Any]) -> tuple | None:
-    """The shape of ``f``'s one array output, or None if it has none (error path only)."""
-    try:
-        traced = traced_at(f, as_point(x), tuple(as_data(a) for a in args), scalar=False)
-    except (TypeError, ValueError):
-        return None
-    return tuple(traced.program.out_slots[0].shape)
-
-
-def _array_program(f: Callable, x: Any, args: Sequence[Any], what: str):
-    x_, args_, traced = _traced_plain(f, x, args, scalar=False, what=what)
-    if len(traced.program.outputs) != 1:
-        raise ValueError(f"{what} needs a function returning one array, got "
-                         f"{len(traced.program.outputs)} outputs; return np.concatenate "
-                         f"of them or take the Jacobian of each")
-    return x_, args_, traced
-
-
-def hessian_sparsity(f: Callable) -> Callable:
-    """Return ``P(x, *args)``: the structural non-zeros of the Hessian of a scalar ``f``.
-
-    The pattern is the Jacobian pattern of the gradient program, found by propagating
-    dependence patterns through its primitives (:mod:`newtonad.ad.sparsity`). It is
-    conservative (an entry left out is zero at every point) and depends on the program
-    only, so it is cached with it.
-
-    Parameters
-    ----------
-    f : callable
-        A scalar function ``f(x, *args)``.
-
-    Returns
-    -------
-    callable
-        ``(x, *args) -> scipy.sparse.csr_array`` of bool, shape ``(x.size, x.size)``.
-
-    Raises
-    ------
-    ValueError
-        When ``f`` does not return a scalar.
-
-    Examples
-    --------
-    >>> import numpy as np, newtonad as nad
-    >>> f = lambda x: np.sum((x[1:] - x[:-1] ** 2) ** 2)
-    >>> nad.hessian_sparsity(f)(np.ones(4)).toarray().astype(int)
-    array([[1, 1, 0, 0],
-           [1, 1, 1, 0],
-           [0, 1, 1, 1],
-           [0, 0, 1, 1]])
-    """
-    from .ad.sparsity import hessian_pattern
-
-    def pattern(x, *args):
-        _, _, traced = _scalar_program(f, x, args, "hessian_sparsity")
-        return hessian_pattern(traced.program).copy()
-
-    return pattern
-
-
-def jacobian_sparsity(f: Callable, *, max_nnz: int | None = None) -> Callable:
-    """Return ``P(x, *args)``: the structural non-zeros of the Jacobian of ``f``.
-
-    Parameters
-    ----------
-    f : callable
-        ``f(x, *args)`` returning an array ``y``.
-    max_nnz : int, optional
-        Raise :class:`~newtonad.ad.sparsity.PatternTooDense` as soon as the pattern
-        would have more non-zeros than this (for callers that only want a sparse one:
-        propagating a dense pattern is costly).
-
-    Returns
-    -------
-    callable
-        ``(x, *args) -> scipy.sparse.csr_array`` of bool, shape ``(y.size, x.size)``;
-        rows and columns in C order.
-
-    Raises
-    ------
-    ValueError
-        When ``f`` returns more than one array.
-
-    Examples
-    --------
-    >>> import numpy as np, newtonad as nad
-    >>> nad.jacobian_sparsity(lambda x: x[1:] * x[:-1])(np.ones(3)).toarray().astype(int)
-    array([[1, 1, 0],
-           [0, 1, 1]])
-    """
-    from .ad.sparsity import jacobian_patterns
-
-    def pattern(x, *args):
-        _, _, traced = _array_program(f, x, args, "jacobian_sparsity")
-        return jacobian_patterns(traced.program, 0, max_nnz)[0].copy()
-
-    return pattern
-
-
-def _sparse_hessian(f: Callable, engine: str | None) -> Callable:
-    from .sparse.hessian import hessian_plan
-
-    def hess(x, *args):
-        x_, args_, traced = _scalar_program(f, x, args, "hessian(f, sparse=True)")
-        # pattern, colouring, seed and recovery plan: once per program
-        plan = hessian_plan(traced.program, traced.derived)
-        k = plan.width
-        if k == 0:
-            return plan.recover(np.zeros((x_.size, 0)))
-        # the HVP frame's runner directly: x and args were checked just above
-        seed = plan.seed.reshape(x_.shape + (k,))
-        (compressed,) = _run(traced, "hvp", k, lambda: tf.hvp_program(traced.program, k),
-                             _engine(engine), x_, args_, [seed])
-        return plan.recover(compressed)
-
-    return hess
-
-
-def _sparse_jacobian(f: Callable, engine: str | None) -> Callable:
-    from .ad.sparsity import jacobian_pattern
-    from .sparse import (
-        assemble,
-        column_colouring,
-        column_plan,
-        row_colouring,
-        row_plan,
-        seed_matrix,
-    )
-
-    def jac(x, *args):
-        x_, args_, traced = _array_program(f, x, args, "jacobian(f, sparse=True)")
-        key = ("sparse-jacobian", None, None)
-        if key not in traced.derived:
-            pattern = jacobian_pattern(traced.program)
-            columns, rows = column_colouring(pattern), row_colouring(pattern)
-            if columns.max(initial=-1) <= rows.max(initial=-1):  # the narrower frame
-                choice = ("columns", seed_matrix(columns), column_plan(pattern, columns))
-            else:
-                choice = ("rows", seed_matrix(rows), row_plan(pattern, rows))
-            traced.derived[key] = (pattern, *choice)
-        pattern, side, seed, plan = traced.derived[key]
-        k = seed.shape[1]
-        if k == 0:
-            return assemble(pattern, plan, np.zeros((0,)))
-        if side == "columns":
-            _, compressed = jvp(f, x_, seed.reshape(x_.shape + (k,)), args_, engine=engine)
-        else:
-            y_shape = traced.program.out_slots[0].shape
-            _, compressed = vjp(f, x_, seed.reshape(y_shape + (k,)), args_, engine=engine)
-        return assemble(pattern, plan, compressed)
-
-    return jac
+__all__ = ["trace", "value_and_grad", "grad", "jvp", "vjp", "hvp", "linearize", "jacobian",
+           "hessian", "hessian_sparsity", "jacobian_sparsity", "DEFAULT_ENGINE"]

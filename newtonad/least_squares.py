@@ -20,7 +20,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .api import DEFAULT_ENGINE, jacobian_sparsity, jvp, vjp
+from . import api
+from .api import jacobian_sparsity, jvp, vjp
 
 #: Jacobians with at most this many entries are always computed dense.
 SMALL_ENTRIES = 10_000
@@ -99,7 +100,7 @@ def least_squares(fun: Callable, x0: Any, args: tuple = (), *, jac: Any = None,
                          f"pass x0.ravel() and reshape inside fun")
     extra = kwargs.get("kwargs") or {}
     residuals = _bind_keywords(fun, extra)
-    provider = _JacobianProvider(residuals, x0, tuple(args), engine or DEFAULT_ENGINE,
+    provider = _JacobianProvider(residuals, x0, tuple(args), engine or api.DEFAULT_ENGINE,
                                  kwargs)
     res = optimize.least_squares(provider.fun, x0, jac=provider.jac, args=args, **kwargs)
     res.jac_mode, res.jac_sparsity = provider.mode, provider.pattern
