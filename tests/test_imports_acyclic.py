@@ -19,8 +19,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "newtonad"
-#: The engine's modules still have two cycles of their own (lowering modules that name
-#: the code generator in type hints; the planner calling row blocking). Checked separately below.
+#: The engine package, whose cycles are reported by their own test below.
 ENGINE = "newtonad.ad.engine"
 
 
