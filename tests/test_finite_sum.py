@@ -350,3 +350,31 @@ def test_import_newtonad_needs_no_dask_and_says_how_to_install_it():
                          timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert out.returncode == 0, out.stderr
     assert "pip install newtonad[dask]" in out.stdout
+
+
+def test_a_cluster_left_without_workers_fails_fast(data, monkeypatch):
+    """A round on a cluster with no worker at all raises FiniteSumWorkersLost after the
+    grace period, instead of waiting for the (here 10-minute) timeout."""
+    from newtonad.finite_sum import FiniteSumWorkersLost
+    from newtonad.finite_sum import objective as fs_objective
+
+    monkeypatch.setattr(fs_objective, "_NO_WORKERS_GRACE", 1.0)
+    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                           dashboard_address=":0", scheduler_port=0)
+    client = Client(cluster, set_as_default=False)
+    try:
+        with nad.FiniteSum(logistic, data=data, client=client, engine=ENGINE,
+                           timeout=600) as fs:
+            fs.fun(np.zeros(COLS))  # the chunks are on the worker
+            cluster.scale(0)
+            deadline = time.monotonic() + 30
+            while client.scheduler_info()["workers"] and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not client.scheduler_info()["workers"]
+            start = time.monotonic()
+            with pytest.raises(FiniteSumWorkersLost, match=r"no worker for \d+ s.*memory_limit"):
+                fs.fun(np.ones(COLS))
+            assert time.monotonic() - start < 30
+    finally:
+        client.close()
+        cluster.close()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FiniteSum", "FiniteSumTimeout"]
+__all__ = ["FiniteSum", "FiniteSumTimeout", "FiniteSumWorkersLost"]
 
 _MISSING_MESSAGE = ("newtonad.FiniteSum needs dask.distributed, which is not installed: "
                     "pip install newtonad[dask]  (or pip install 'dask[distributed]')")
@@ -32,10 +32,13 @@ def _dask_missing() -> ImportError | None:
 
 _missing = _dask_missing()
 if _missing is None:
-    from .objective import FiniteSum, FiniteSumTimeout
+    from .objective import FiniteSum, FiniteSumTimeout, FiniteSumWorkersLost
 else:
     class FiniteSumTimeout(TimeoutError):  # type: ignore[no-redef]
         """A round of work on the cluster did not finish within the FiniteSum's timeout."""
+
+    class FiniteSumWorkersLost(RuntimeError):  # type: ignore[no-redef]
+        """A round of work found the cluster without any worker."""
 
     class FiniteSum:  # type: ignore[no-redef]
         """Placeholder raising the ImportError that says how to install Dask."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+import time
 import uuid
 import weakref
 from typing import Any, Callable, Hashable
@@ -45,16 +46,24 @@ from .worker import (
     value_and_grad_here,
 )
 
-__all__ = ["FiniteSum", "FiniteSumTimeout"]
+__all__ = ["FiniteSum", "FiniteSumTimeout", "FiniteSumWorkersLost"]
 
 #: seconds to connect to a worker on the direct path before falling back to tasks
 _CONNECT_TIMEOUT = 2.0
+#: seconds a round waits while the cluster has no worker at all before it gives up
+#: (a nanny restarts a killed worker within a few seconds; a cluster left with none
+#: would otherwise hold the round until ``timeout``)
+_NO_WORKERS_GRACE = 30.0
 #: identity frames for ``hess`` go in blocks of at most this many columns
 _HESS_BLOCK = 256
 
 
 class FiniteSumTimeout(TimeoutError):
     """A round of work on the cluster did not finish within the FiniteSum's ``timeout``."""
+
+
+class FiniteSumWorkersLost(RuntimeError):
+    """A round of work found the cluster without any worker for ``_NO_WORKERS_GRACE`` s."""
 
 
 class _WorkerGone(Exception):
@@ -223,7 +232,6 @@ class FiniteSum:
 
     def _task_round(self, what: str, task: Callable, *args: Any) -> Partial:
         """One round as tasks beside the chunks, reduced in a tree; remembers the layout."""
-        from distributed import wait
 
         futures = []
         sent = sum(a.nbytes for a in args if isinstance(a, np.ndarray))
@@ -236,11 +244,12 @@ class FiniteSum:
             self.stats["bytes_sent"] += sent
         top = reduce_in_tree(self.client, futures, self.split_every)
         try:
-            with self.client.as_current():  # wait() asks for the default client
-                wait(top, timeout=self.timeout)
-        except TimeoutError:
+            self._wait(top, what)
+        except (TimeoutError, FiniteSumWorkersLost) as exc:
             pending = sum(not f.done() for f in top)
             self.client.cancel(futures + top)
+            if isinstance(exc, FiniteSumWorkersLost):
+                raise
             raise self._timed_out(what, f"{pending} of {len(top)} partial sums pending, as "
                                   "Dask tasks") from None
         results = self.client.gather(top)
@@ -252,6 +261,37 @@ class FiniteSum:
             layout.setdefault(worker, []).extend(keys)
         self._layout = layout if "" not in layout else None
         return total
+
+    def _wait(self, futures: list, what: str) -> None:
+        """Wait for ``futures`` up to ``timeout``, in slices of a second between which the
+        cluster is asked whether it still has a worker: with none for
+        ``_NO_WORKERS_GRACE`` seconds nothing can finish, so raise instead of waiting."""
+        from distributed import wait
+
+        start = time.monotonic()
+        alone_since: float | None = None
+        while True:
+            left = None if self.timeout is None else self.timeout - (time.monotonic() - start)
+            if left is not None and left <= 0:
+                raise TimeoutError
+            try:
+                with self.client.as_current():  # wait() asks for the default client
+                    wait(futures, timeout=1.0 if left is None else min(1.0, left))
+                return
+            except TimeoutError:
+                pass
+            now = time.monotonic()
+            if self.client.scheduler_info().get("workers"):
+                alone_since = None
+                continue
+            alone_since = now if alone_since is None else alone_since
+            if now - alone_since >= _NO_WORKERS_GRACE:
+                raise FiniteSumWorkersLost(
+                    f"FiniteSum: {what} cannot finish: the cluster has had no worker for "
+                    f"{now - alone_since:.0f} s (killed for memory? each worker holds its "
+                    "chunks and their terms' linearisations). Give the workers more memory "
+                    "(memory_limit) or add workers, then evaluate again; the chunks are "
+                    "recomputed from their graph")
 
     async def _call_workers(self, function: Callable,
                             payloads: dict[str, bytes]) -> dict[str, Any]:
