@@ -293,6 +293,16 @@ def test_every_primitive_is_complete():
         assert (name in lowered) != p.numpy_only, f"{name}: a lowering or numpy_only, not both"
 
 
+def test_every_compiled_elementwise_primitive_has_a_scalar_expression():
+    """The engine fuses every elementwise primitive not marked numpy_only: each needs its
+    one entry in the expression table, found by the primitive object."""
+    from newtonad.ad.engine.numba_ops import EXPRESSIONS
+
+    for name, p in _all_newtonad_primitives().items():
+        if p.kind == "elementwise" and not p.numpy_only:
+            assert p in EXPRESSIONS, f"{name}: no scalar expression, and not numpy_only"
+
+
 def test_recompute_weights_price_cheap_arithmetic_below_transcendentals():
     weight = {name: p.recompute_weight([Slot((4,))] * 2, Slot((4,)))
               for name, p in _all_newtonad_primitives().items()}

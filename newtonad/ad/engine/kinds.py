@@ -21,11 +21,9 @@ REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN = (P["reduce_sum"], P["reduce_pr
 EINSUM, GATHER, SCATTER_ADD, CUMSUM, CONCATENATE = (P["einsum"], P["gather"], P["scatter_add"],
                                                     P["cumsum"], P["concatenate"])
 
-ELEMENTWISE = frozenset(P[name] for name in """neg exp log log1p expm1 sqrt sin cos tan arcsin
-    arccos arctan sinh cosh tanh square reciprocal abs sign floor ceil stop_gradient logical_not
-    integer_pow add sub mul div pow maximum minimum arctan2 lt le gt ge eq ne logical_and
-    logical_or select convert erf erfc gammaln logit expit log_expit entr xlogy xlog1py hypot
-    arcsinh arccosh arctanh cbrt rint trunc remainder fmod floor_divide""".split())
+#: Fused as one scalar expression each (:data:`.numba_ops.EXPRESSIONS`): every primitive
+#: of kind ``elementwise`` that has a compiled lowering.
+ELEMENTWISE = frozenset(p for p in P.values() if p.kind == "elementwise" and not p.numpy_only)
 INDEXING = frozenset({BROADCAST_TO, SLICE, TRANSPOSE})
 REDUCTIONS = frozenset({REDUCE_SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD})
 #: Reductions numba combines across the threads of a parallel loop.
