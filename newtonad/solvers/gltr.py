@@ -26,7 +26,7 @@ from typing import Any, Optional
 import numpy as np
 from scipy.linalg import lapack
 
-from .linalg import SERIAL_FROM, axpy, dot, lanczos_orthogonalise
+from .linalg import combine_rows, lanczos_step
 from .tridiagonal import TRSSolution, solve_tridiagonal_trs
 from .trust_region import QuadraticModel
 
@@ -107,10 +107,8 @@ class GLTRSubproblem(QuadraticModel):
         # Room for the largest subspace at once (untouched rows cost no memory), kept in
         # the driver's workspace for the next point's model: growing the basis by copies
         # and faulting in a new one at every point cost more than the products at n = 65536
-        basis = self.workspace.get("gltr-basis")
-        if basis is None or basis.shape != (self._maxdim, n):
-            basis = self.workspace["gltr-basis"] = np.empty((self._maxdim, n))
-        self._basis = basis
+        self._basis = self.workspace.rows("gltr-basis", self._maxdim, n)
+        self.workspace.note_rows("gltr-basis", 1)
         cap = self._maxdim
         self._diag = np.empty(cap)
         self._off = np.empty(cap)
@@ -125,14 +123,13 @@ class GLTRSubproblem(QuadraticModel):
         """
         j = self._k
         q = self._basis[j]
-        w = self.hessp(q)
+        w = self.operator()(q)
         self.inner_iterations += 1
-        delta = dot(q, w)
-        # w -= delta q_j + gamma_j q_{j-1}, in one pass
+        # delta = q @ w, then w -= delta q_j + gamma_j q_{j-1}: one call
         if j > 0:
-            ww = lanczos_orthogonalise(w, delta, q, float(self._off[j - 1]), self._basis[j - 1])
+            delta, ww = lanczos_step(q, w, self._basis[j - 1], float(self._off[j - 1]))
         else:
-            ww = lanczos_orthogonalise(w, delta, q, 0.0, None)
+            delta, ww = lanczos_step(q, w, None, 0.0)
         gamma = math.sqrt(ww)
         if not (math.isfinite(delta) and math.isfinite(gamma)):
             self.hessian_failed()
@@ -154,6 +151,7 @@ class GLTRSubproblem(QuadraticModel):
         if self._exhausted or j >= self._maxdim or self.out_of_time():
             return False
         np.multiply(self._w, 1.0 / self._off[j - 1], out=self._basis[j])
+        self.workspace.note_rows("gltr-basis", j + 1)
         return self._lanczos_step()
 
     def _cg_advance(self, radius: float) -> bool:
@@ -252,13 +250,8 @@ class GLTRSubproblem(QuadraticModel):
     def _combination(self, h: np.ndarray) -> np.ndarray:
         """``h @ Q_k``: the step from its coordinates in the Lanczos basis.
 
-        Large vectors: one serial axpy per basis vector rather than a threaded BLAS
-        ``dgemv`` (see :mod:`.linalg`); the traffic is the same, ``k n`` reads.
+        One serial compiled call, row by row (not a threaded BLAS ``dgemv``: see
+        :mod:`.linalg`); the traffic is the same, ``k n`` reads. The step lives in the
+        driver's workspace (see :class:`~.trust_region.QuadraticModel`).
         """
-        basis = self._basis
-        if basis.shape[1] < SERIAL_FROM:
-            return h @ basis[: h.size]
-        p = np.zeros(basis.shape[1])
-        for hi, q in zip(h, basis):
-            axpy(float(hi), q, p)
-        return p
+        return combine_rows(h, self._basis, self._vector("gltr-step"))

@@ -32,10 +32,11 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 from scipy.optimize import OptimizeResult
 
-from .linalg import asum, axpy, cg_update, dot, norm, scal_sub
+from .linalg import asum, axpy, dot, norm, truncated_cg_step
 from .line_search import backtracking, wolfe
 from .monitor import Monitor, Status
 from .problem import FlatProblem, HessOperator
+from .scratch import Workspace, borrow, give_back
 from .trust_region import check_start, converged
 
 __all__ = ["minimize_newton_cg", "truncated_cg", "CGStep"]
@@ -59,7 +60,8 @@ _MAX_RESTARTS = 20
 
 
 def truncated_cg(hv: HessOperator, g: np.ndarray, gnorm: float, eta: float,
-                 maxiter: int, deadline: float = math.inf) -> CGStep:
+                 maxiter: int, deadline: float = math.inf,
+                 workspace: Optional[Workspace] = None) -> CGStep:
     """Approximately solve ``H p = -g`` by CG until ``‖H p + g‖₁ <= η ‖g‖₁``.
 
     This is the inner loop of algorithm 7.1 of Nocedal & Wright, 2nd ed. On a
@@ -69,34 +71,46 @@ def truncated_cg(hv: HessOperator, g: np.ndarray, gnorm: float, eta: float,
     A product ``H d`` with nan or inf in it, or the ``time.perf_counter()``
     ``deadline``, stops the loop at the current iterate ``z`` (which is 0, no
     direction, if the very first product is not finite).
+
+    Each iteration's vector work is one compiled call
+    (:func:`~newtonad.solvers.linalg.truncated_cg_step`). With a ``workspace``
+    (:mod:`.scratch`) the vectors are its own and the direction returned is valid
+    until the next call with it; without, they are new arrays.
     """
     n = g.size
-    z = np.zeros(n)
-    r = g.copy()
-    d = -g
+    if workspace is None:
+        z, r, d = np.empty(n), np.empty(n), np.empty(n)
+    else:
+        z, r, d = (workspace.vector(name, n) for name in ("cg-z", "cg-r", "cg-d"))
+    np.negative(g, out=d)  # z and r are set by the first iteration (z = 0, r = g before it)
     rr = gnorm * gnorm
-    tol1 = eta * asum(g)
-    r1 = asum(r)  # sum(|r|), kept up to date by cg_update
+    r1 = asum(g)  # sum(|r|), kept up to date by truncated_cg_step
+    tol1 = eta * r1
     for j in range(maxiter):
         if r1 <= tol1 or (j > 0 and time.perf_counter() >= deadline):
-            return CGStep(z, j, False)
+            return CGStep(_started(z, j), j, False)
         bd = hv(d)
-        curv = dot(d, bd)
+        # curv = d @ H d and, when positive: z += alpha d, r += alpha H d, d = beta d - r
+        curv, rr_new, r1_new = truncated_cg_step(d, bd, z, r, g, rr, j == 0)
         if not math.isfinite(curv):
-            return CGStep(z, j + 1, False, True)
+            return CGStep(_started(z, j), j + 1, False, True)
         if curv <= 0.0:
             # along d the model falls as -t rr + t^2 curv / 2 without bound; go as
             # far as a positive-curvature step of the same magnitude would
             scale = rr / -curv if curv < 0.0 else 1.0
             if not math.isfinite(scale):
                 scale = 1.0
-            axpy(scale, d, z)
+            axpy(scale, d, _started(z, j))
             return CGStep(z, j + 1, True)
-        alpha = rr / curv
-        rr_new, r1 = cg_update(alpha, d, bd, z, r, l1=True)  # z += alpha d, r += alpha H d
-        scal_sub(rr_new / rr, d, r)
-        rr = rr_new
+        rr, r1 = rr_new, r1_new
     return CGStep(z, maxiter, False)
+
+
+def _started(z: np.ndarray, j: int) -> np.ndarray:
+    """The iterate ``z`` after ``j`` iterations: zero before the first (which sets it)."""
+    if j == 0:
+        z.fill(0.0)
+    return z
 
 
 def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e-5,
@@ -135,11 +149,23 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
     """
     if not 0 < c1 < c2 < 1:
         raise ValueError(f"need 0 < c1 < c2 < 1, got c1 = {c1}, c2 = {c2}")
-    n = problem.n
-    maxiter = 200 * n if maxiter is None else int(maxiter)
-    cg_maxiter = max(2 * n, 20)
+    maxiter = 200 * problem.n if maxiter is None else int(maxiter)
     monitor = Monitor(problem, maxiter=maxiter, max_time=max_time, callback=callback,
                       disp=disp, return_all=return_all, step_label="step")
+    workspace = borrow()  # the CG vectors, warm from an earlier run if any
+    try:
+        return _newton_cg_loop(problem, x0, monitor, workspace, gtol=gtol, xtol=xtol,
+                               maxiter=maxiter, c1=c1, c2=c2)
+    finally:
+        give_back(workspace)
+
+
+def _newton_cg_loop(problem: FlatProblem, x0: np.ndarray, monitor: Monitor,
+                    workspace: Workspace, *, gtol: float, xtol: Optional[float],
+                    maxiter: int, c1: float, c2: float) -> OptimizeResult:
+    """The outer loop of :func:`minimize_newton_cg` (arguments checked there)."""
+    n = problem.n
+    cg_maxiter = max(2 * n, 20)
     problem.expect_products(x0)  # the gradient at x0 then keeps the Hessian's residuals
     f, g = check_start(problem, x0)
     x = x0
@@ -153,7 +179,7 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
     while status is None:
         eta = min(0.5, gnorm)
         hv = problem.linearize_hessp(x, scratch=True)  # truncated_cg drops each H d at once
-        step = truncated_cg(hv, g, gnorm, eta, cg_maxiter, monitor.deadline)
+        step = truncated_cg(hv, g, gnorm, eta, cg_maxiter, monitor.deadline, workspace)
         if step.nonfinite_hessian:
             problem.note_nonfinite_hessian()
         found = _search(problem, x, f, g, step, f_prev, c1, c2)

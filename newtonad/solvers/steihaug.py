@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .linalg import axpy, cg_update, dot, scal_sub
+from .linalg import CONVERGED, NOT_POSITIVE, OUTSIDE, along, axpy, line_dots, steihaug_step
 from .trust_region import QuadraticModel, boundary_intersections
 
 __all__ = ["SteihaugSubproblem"]
@@ -47,6 +47,11 @@ class SteihaugSubproblem(QuadraticModel):
     The path is recorded (within :data:`PATH_MEMORY`), and when the driver
     rejects a step and shrinks the radius, :meth:`solve` finds the new step on
     the recorded path without any Hessian product.
+
+    Each CG iteration's vector work is one compiled call
+    (:func:`~newtonad.solvers.linalg.steihaug_step`), on vectors of the
+    workspace (:mod:`.scratch`): the path's directions are rows of one buffer,
+    and no iteration allocates.
     """
 
     uses_products = True
@@ -56,7 +61,7 @@ class SteihaugSubproblem(QuadraticModel):
         super().__init__(problem, x, fun, jac, **options)
         self.maxiter = max(2 * problem.n, 20)
         self._path_radius = -1.0          # radius the recorded path is valid up to
-        self._dirs: list[np.ndarray] = []     # d_j
+        self._dirs: Any = ()                  # d_j: rows of the workspace's path buffer
         self._alpha: list[float] = []         # alpha_j (0 for a negative-curvature segment)
         self._rr: list[float] = []            # r_j @ r_j
         self._curv: list[float] = []          # d_j @ H d_j
@@ -95,30 +100,37 @@ class SteihaugSubproblem(QuadraticModel):
         g = self.jac
         n = g.size
         self._path_radius = radius
-        dirs, alphas, rrs, curvs, ends = [], [], [], [], []
-        self._dirs, self._alpha, self._rr, self._curv, self._end_sq = \
-            dirs, alphas, rrs, curvs, ends
+        alphas, rrs, curvs, ends = [], [], [], []
+        self._alpha, self._rr, self._curv, self._end_sq = alphas, rrs, curvs, ends
         self._interior = None
         record = True
-        max_records = max(1, PATH_MEMORY // (8 * n))
+        max_records = max(1, min(PATH_MEMORY // (8 * n), self.maxiter + 1))
+        # the directions d_j: rows of one buffer kept from point to point (no new pages)
+        path = self._dirs = self.workspace.rows("steihaug-path", max_records, n)
         gnorm = self.jac_mag
         tol2 = (min(0.5, gnorm) * gnorm) ** 2
         r2 = radius * radius
-        z = np.zeros(n)
-        r = g.copy()
-        d = -g
+        z, r = self._vector("steihaug-z"), self._vector("steihaug-r")  # set by the 1st step
+        d = np.negative(g, out=path[0])
         rr = gnorm * gnorm
         zz = zd = 0.0
         dd = rr
         q = 0.0  # model value m(z) - f
-        hv = self.hessp
+        hv = self.operator()
+        j = 0
         for j in range(self.maxiter):
             if j > 0 and self.out_of_time():
                 break  # z is a valid, if truncated, step
             self.inner_iterations += 1
             bd = hv(d)
-            curv = dot(d, bd)
-            if not math.isfinite(curv):  # nan or inf in H d: the model is unusable beyond z
+            # d_{j+1} goes to the next row while the path is recorded, else over d_j
+            d_next = path[j + 1] if record and j + 1 < max_records else d
+            # curv = d @ H d; unless the step leaves the ball or the curvature is not
+            # positive: z += alpha d, r += alpha H d, d_next = beta d - r (one call)
+            outcome, curv, alpha, end_sq, rr_new = steihaug_step(
+                d, bd, z, r, g, d_next, rr, zz, zd, dd, r2, tol2, j == 0)
+            if outcome == NOT_POSITIVE and not math.isfinite(curv):
+                # nan or inf in H d: the model is unusable beyond z
                 self.hessian_failed()
                 if j == 0:
                     self._path_radius = -1.0
@@ -126,39 +138,33 @@ class SteihaugSubproblem(QuadraticModel):
                     return self.steepest_descent_step(radius)
                 break  # z comes from finite products only
             if record:
-                dirs.append(d)
                 rrs.append(rr)
                 curvs.append(curv)
-            if curv <= 0.0:
+            if outcome == NOT_POSITIVE:
                 if record:
                     alphas.append(0.0)
                     ends.append(math.inf)
                 return self._to_boundary(z, d, q, -rr, curv, radius, j == 0), True
-            alpha = rr / curv
-            end_sq = zz + alpha * (2.0 * zd + alpha * dd)
             if record:
                 alphas.append(alpha)
                 ends.append(end_sq)
-            if end_sq >= r2:
+            if outcome == OUTSIDE:
                 return self._to_boundary(z, d, q, -rr, curv, radius, j == 0), True
-            rr_new = cg_update(alpha, d, bd, z, r)[0]  # z += alpha d, r += alpha H d
             q -= 0.5 * alpha * rr
-            if rr_new <= tol2:
+            if outcome == CONVERGED:
                 break
             beta = rr_new / rr
             if record and j + 1 >= max_records:
                 record = False
                 self._path_radius = -1.0
-                for kept in (dirs, alphas, rrs, curvs, ends):
+                for kept in (alphas, rrs, curvs, ends):
                     kept.clear()
-            # d = beta d - r; while recording, into a new array (the path keeps the old d)
-            d_new = np.empty(n) if record else d
-            scal_sub(beta, d, r, out=d_new)
-            d = d_new
+            d = d_next
             zz = end_sq
             zd = beta * (zd + alpha * dd)
             dd = rr_new + beta * beta * dd
             rr = rr_new
+        self.workspace.note_rows("steihaug-path", min(j + 2, max_records))
         if record:
             self._interior, self._interior_decrease = z, -q
         self._record(z, -q)
@@ -167,7 +173,8 @@ class SteihaugSubproblem(QuadraticModel):
     # -------------------------------------------------------------- helpers
     def _start_of(self, j: int) -> np.ndarray:
         """The CG iterate ``z_j`` rebuilt from the recorded directions."""
-        z = np.zeros(self.jac.size)
+        z = self._vector("steihaug-start")
+        z.fill(0.0)
         for i in range(j):
             axpy(self._alpha[i], self._dirs[i], z)
         return z
@@ -183,21 +190,21 @@ class SteihaugSubproblem(QuadraticModel):
         ``q`` is ``m(z) - f``, ``rd`` is ``(g + H z) @ d`` and ``curv`` is ``d @ H d``;
         the model along the line is ``q + t rd + t**2 curv / 2``. With
         ``from_origin`` (``z = 0``, ``d = -g``) the products are known without
-        computing them.
+        computing them, and ``z`` is not read.
         """
         if from_origin:
             ta, tb = boundary_intersections(0.0, 0.0, -rd, radius)
         else:
-            ta, tb = boundary_intersections(dot(z, z), dot(z, d), dot(d, d), radius)
+            ta, tb = boundary_intersections(*line_dots(z, d), radius)
         t = tb
         if curv <= 0.0:
             qa = ta * rd + 0.5 * ta * ta * curv
             qb = tb * rd + 0.5 * tb * tb * curv
             t = ta if qa < qb else tb
+        p = self._vector("steihaug-step")
         if from_origin:
-            p = np.multiply(d, t)
+            np.multiply(d, t, out=p)
         else:
-            p = z.copy()
-            axpy(t, d, p)
+            along(z, t, d, p)
         self._record(p, -(q + t * rd + 0.5 * t * t * curv))
         return p

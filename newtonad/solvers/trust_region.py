@@ -23,6 +23,7 @@ from scipy.optimize import OptimizeResult
 from .linalg import dot, norm
 from .monitor import Monitor, Status
 from .problem import FlatProblem, HessOperator
+from .scratch import Workspace, borrow, give_back
 
 _EPS = float(np.finfo(float).eps)
 #: radius factors of Nocedal & Wright's algorithm 4.1 (and scipy)
@@ -81,6 +82,13 @@ class QuadraticModel:
         The point; never modified.
     fun, jac : float and ndarray, optional
         Value and gradient at ``x`` when already known.
+    deadline : float, optional
+        ``time.perf_counter()`` value at which inner iterations stop early.
+    workspace : Workspace, optional
+        Scratch vectors shared by the models of one run (:mod:`.scratch`), given by
+        the driver, which uses a step only until the next ``solve``: then a step may
+        live in the workspace and is overwritten by the next ``solve`` of any model of
+        the run. Without it every step is a new array.
     """
 
     #: whether :meth:`solve` works with Hessian-vector products (not a dense Hessian):
@@ -89,12 +97,14 @@ class QuadraticModel:
 
     def __init__(self, problem: FlatProblem, x: np.ndarray, fun: Optional[float] = None,
                  jac: Optional[np.ndarray] = None, deadline: float = math.inf,
-                 workspace: Optional[dict] = None, **options: Any) -> None:
+                 workspace: Optional[Workspace] = None, **options: Any) -> None:
         self.problem = problem
         self.x = x
         #: scratch arrays the driver hands from the model of one point to the next (one
         #: model is in use at a time), so that large buffers are not made per point
-        self.workspace = {} if workspace is None else workspace
+        self.workspace = Workspace() if workspace is None else workspace
+        #: whether steps may live in the workspace (the driver's: see ``workspace``)
+        self._steps_in_workspace = workspace is not None
         #: ``time.perf_counter()`` value at which inner iterations stop early
         self.deadline = deadline
         #: set once a Hessian product at ``x`` came out nan or inf; from then on
@@ -139,15 +149,25 @@ class QuadraticModel:
             self._h = self.problem.hess(self.x)
         return self._h
 
-    def hessp(self, v: np.ndarray) -> np.ndarray:
-        """``H v`` at ``x``, through the operator linearised once at ``x``.
+    def operator(self) -> HessOperator:
+        """The map ``v -> H v`` linearised once at ``x`` (for inner loops to call directly).
 
-        The result may be overwritten by the second product after it (the operator
+        A result may be overwritten by the second product after it (the operator
         reuses its output arrays): keep a copy to hold it longer.
         """
         if self._hv is None:
             self._hv = self.problem.linearize_hessp(self.x, scratch=True)
-        return self._hv(v)
+        return self._hv
+
+    def hessp(self, v: np.ndarray) -> np.ndarray:
+        """``H v`` at ``x``, through :meth:`operator` (same lifetime of the result)."""
+        return self.operator()(v)
+
+    def _vector(self, name: str) -> np.ndarray:
+        """An uninitialised n-vector for a step or an inner loop's vector: the workspace's
+        ``name`` when steps may live there, else a new array."""
+        n = self.jac.size
+        return self.workspace.vector(name, n) if self._steps_in_workspace else np.empty(n)
 
     def __call__(self, p: np.ndarray) -> float:
         """Model value ``m(p)`` (costs one Hessian product)."""
@@ -312,13 +332,28 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
     maxiter = 200 * n if maxiter is None else int(maxiter)
     monitor = Monitor(problem, maxiter=maxiter, max_time=max_time, callback=callback,
                       disp=disp, return_all=return_all, step_label="radius")
-    opts = dict(subproblem_options or {}, deadline=monitor.deadline, workspace={})
+    workspace = borrow()  # the inner loops' vectors, warm from an earlier run if any
+    try:
+        return _trust_region_loop(problem, x0, subproblem, monitor, workspace, radius0=float(
+            initial_trust_radius), max_trust_radius=max_trust_radius, eta=eta, gtol=gtol,
+            maxiter=maxiter, subproblem_options=subproblem_options)
+    finally:
+        give_back(workspace)
+
+
+def _trust_region_loop(problem: FlatProblem, x0: np.ndarray,
+                       subproblem: Callable[..., QuadraticModel], monitor: Monitor,
+                       workspace: Workspace, *, radius0: float, max_trust_radius: float,
+                       eta: float, gtol: float, maxiter: int,
+                       subproblem_options: Optional[dict]) -> OptimizeResult:
+    """The outer loop of :func:`minimize_trust_region` (arguments checked there)."""
+    opts = dict(subproblem_options or {}, deadline=monitor.deadline, workspace=workspace)
     if getattr(subproblem, "uses_products", False):
         problem.expect_products(x0)  # the gradient at x0 then keeps the Hessian's residuals
     f, g = check_start(problem, x0)
     x = x0
     m = subproblem(problem, x, f, g, **opts)
-    radius = float(initial_trust_radius)
+    radius = radius0
     x_bound = norm(x)  # bounds ‖x‖: ‖x0‖ plus (twice) the lengths of the steps taken
     monitor.start_run(x, f, m.jac_mag, radius)
     k = 0
