@@ -1,15 +1,30 @@
 """Objective's overhead at a new point (issue 13 item 6), against the bare kernel.
 
-``nad.value_and_grad`` and ``Objective.value_and_grad`` on the same compiled kernel, at
-points that change every call (four arrays in turn), medians per round::
+``nad.value_and_grad`` and ``Objective.value_and_grad`` run the same compiled program
+(numba engine) at n = 1e6, at a new point every call: four arrays in turn (32 MB, as
+large as the last-level cache here, so a point is read from memory), or with
+``--hot`` a point written just before the call, as a solver's new iterate is. The
+contenders take turns call by call, in a rotating order, so that a shared, noisy
+machine slows all of them alike; each round prints medians, and the last line the
+median overhead over rounds, as a multiple of the kernel's time. Two objectives: the
+issue's (Rosenbrock) and a cheap one (sum of squares, a single pass over memory).
 
-    .venv/bin/python benchmarks/objective_overhead.py [--n 1000000] [--rounds 5]
+Then the per-call cost of a 2-variable Rosenbrock's ``jac`` (ns per call) at the
+same x, and alternating between two points.
+
+``--baseline path/to/objective.py`` adds another version of the Objective, loaded
+into the same process (it runs on the same kernels): an A/B in one run::
+
+    git show HEAD:newtonad/objective.py > /tmp/objective_base.py
+    .venv/bin/python benchmarks/objective_overhead.py --baseline /tmp/objective_base.py
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import time
+from typing import Any, Callable
 
 import numpy as np
 
@@ -20,34 +35,109 @@ def rosen(x):
     return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
 
 
-def median_seconds(call, points, repeats: int = 60) -> float:
-    times = []
-    for i in range(repeats):
-        x = points[i % len(points)]
-        start = time.perf_counter()
-        call(x)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+def sum_of_squares(x):
+    return np.sum(x * x)
+
+
+def load_objective(path: str) -> type:
+    """The ``Objective`` class of another ``objective.py``, imported inside the newtonad
+    package (its relative imports resolve to this checkout's modules)."""
+    spec = importlib.util.spec_from_file_location("newtonad._objective_baseline", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Objective
+
+
+def large_rounds(f: Callable, contenders: dict[str, type], n: int, rounds: int,
+                 calls: int, hot: bool) -> dict[str, list[float]]:
+    """Median seconds per call of each contender, per round (``"kernel"`` first)."""
+    rng = np.random.default_rng(0)
+    points = [rng.standard_normal(n) for _ in range(4)]
+    bare = nad.value_and_grad(f, engine="numba")
+    calls_of: dict[str, Callable[[np.ndarray], Any]] = {"kernel": bare}
+    for name, cls in contenders.items():
+        calls_of[name] = cls(f, engine="numba").value_and_grad
+    names = list(calls_of)
+    own = {name: np.empty(n) for name in names}  # --hot: each writes its own point
+    for call in calls_of.values():  # compile and warm
+        for x in points:
+            call(x)
+    medians: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(rounds):
+        times: dict[str, list[float]] = {name: [] for name in names}
+        for i in range(calls):
+            point = points[i % len(points)]
+            for j in range(len(names)):
+                name = names[(i + j) % len(names)]
+                x = point
+                if hot:
+                    x = own[name]
+                    np.copyto(x, point)  # a new iterate, in cache (the same array: the
+                    # Objective must see the change in place)
+                start = time.perf_counter()
+                calls_of[name](x)
+                times[name].append(time.perf_counter() - start)
+        for name in names:
+            medians[name].append(float(np.median(times[name])))
+    return medians
+
+
+def small_calls(contenders: dict[str, type], repeats: int = 7, calls: int = 20_000
+                ) -> dict[str, tuple[float, float]]:
+    """Nanoseconds per ``jac`` call of a 2-variable Rosenbrock: (same x, alternating x),
+    the best block of ``calls`` over ``repeats`` blocks, contenders in turn."""
+    x1, x2 = np.array([-1.2, 1.0]), np.array([0.5, 2.0])
+    objectives = {name: cls(rosen, engine="numba") for name, cls in contenders.items()}
+    best = {name: [np.inf, np.inf] for name in objectives}
+    for obj in objectives.values():
+        obj.jac(x1), obj.jac(x2)
+    for _ in range(repeats):
+        for name, obj in objectives.items():
+            jac = obj.jac
+            start = time.perf_counter()
+            for _ in range(calls):
+                jac(x1)
+            same = (time.perf_counter() - start) / calls
+            start = time.perf_counter()
+            for _ in range(calls // 2):
+                jac(x1)
+                jac(x2)
+            alternating = (time.perf_counter() - start) / calls
+            best[name][0] = min(best[name][0], same)
+            best[name][1] = min(best[name][1], alternating)
+    return {name: (b[0] * 1e9, b[1] * 1e9) for name, b in best.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=60, help="calls per round and contender")
+    parser.add_argument("--hot", action="store_true", help="write each point just before the call")
+    parser.add_argument("--baseline", help="another objective.py to compare with")
+    parser.add_argument("--only", choices=["large", "small"], help="run one part")
     opts = parser.parse_args()
-    rng = np.random.default_rng(0)
-    points = [rng.standard_normal(opts.n) for _ in range(4)]
-    bare = nad.value_and_grad(rosen, engine="numba")
-    obj = nad.Objective(rosen, engine="numba")
-    for x in points:  # compile and warm both
-        bare(x)
-        obj.value_and_grad(x)
-    print(f"n = {opts.n}: kernel = nad.value_and_grad, new point every call")
-    for _ in range(opts.rounds):
-        kernel = median_seconds(bare, points)
-        objective = median_seconds(obj.value_and_grad, points)
-        print(f"  kernel {kernel * 1e3:7.3f} ms   Objective {objective * 1e3:7.3f} ms   "
-              f"overhead {(objective - kernel) / kernel:5.2f} x kernel")
+    contenders: dict[str, type] = {"Objective": nad.Objective}
+    if opts.baseline:
+        contenders["baseline"] = load_objective(opts.baseline)
+    if opts.only != "small":
+        for f in (rosen, sum_of_squares):
+            print(f"{f.__name__}, n = {opts.n}, a new point every call"
+                  f"{' (written just before it)' if opts.hot else ''}:")
+            medians = large_rounds(f, contenders, opts.n, opts.rounds, opts.calls, opts.hot)
+            kernel = np.array(medians["kernel"])
+            for r in range(opts.rounds):
+                print(f"  kernel {kernel[r] * 1e3:6.3f} ms  " + "  ".join(
+                    f"{name} {medians[name][r] * 1e3:6.3f} ms "
+                    f"({medians[name][r] / kernel[r] - 1:5.2f} x)" for name in contenders))
+            print("  median overhead over rounds: " + "  ".join(
+                f"{name} {np.median(np.array(medians[name]) / kernel - 1):.2f} x kernel"
+                for name in contenders))
+    if opts.only != "large":
+        print("2-variable Rosenbrock, jac, ns per call (best block):")
+        for name, (same, alternating) in small_calls(contenders).items():
+            print(f"  {name:10s} same x {same:6.0f}   alternating {alternating:6.0f}")
 
 
 if __name__ == "__main__":

@@ -42,6 +42,10 @@ from ._programs import (
 )
 from .ad import transforms as tf
 from .ad.captures import same_contents
+from .ad.primitives.elementwise import mul_p
+from .ad.program import Program
+from .ad.trace import interpret, to_program
+from .ad.var import Var, new_tracer
 
 #: Points of up to this many entries are compared by their bytes: one memcmp, ~0.1 µs.
 _SMALL_POINT_SIZE = 2048
@@ -84,15 +88,22 @@ class _Point:
     bytes, so the test is one bytes comparison; larger ones by a private copy whose first
     entries are compared first (:func:`~newtonad.ad.captures.same_contents`: a new point
     usually differs there, and is told apart at once), copied once on a miss, into the
-    previous point's copy when nothing else holds that (no allocation per point).
+    previous point's copy when nothing else holds that (no allocation per point). Under
+    the compiled engines the value-and-gradient kernel writes that copy itself, in the
+    loops that read x (:func:`_with_copies`).
+
+    ``grad`` is never handed out (callers get copies: they may write into what they get).
+    ``handout``, when set, is a second array holding the gradient that no one has seen
+    yet; the first caller to ask for the gradient gets it as it is, with no copy.
     """
 
-    __slots__ = ("key", "x", "value", "grad", "linear", "products")
+    __slots__ = ("key", "x", "value", "grad", "handout", "linear", "products")
 
     key: tuple | None  # (shape, bytes) of a small point, (shape, private copy) of a large one
     x: np.ndarray | None  # a private copy of it, read by the linear runners
     value: Any  # f there, a 0-d array until fun asks for a float (None: not computed)
     grad: np.ndarray | None  # ∇f there: the runner's array, handed out as copies
+    handout: np.ndarray | None  # ∇f there in an array no one holds yet (given once, uncopied)
     linear: Mapping[int | None, tuple]  # frame width -> (linear runner, its inputs before V)
     products: bool  # hessp ran here or residuals were made here: the next product linearises
 
@@ -102,35 +113,70 @@ class _Point:
     def clear(self, key: tuple | None) -> None:
         """Forget everything and stand for the point ``key``."""
         self.key = key
-        self.x = self.value = self.grad = None
+        self.x = self.value = self.grad = self.handout = None
         self.linear = _NO_LINEARIZATION
         self.products = False
 
-    def move_to(self, x: np.ndarray) -> bool:
-        """Stand for ``x`` (a checked point); whether it is a new point (then cleared)."""
+    def free_copy(self, x: np.ndarray) -> np.ndarray | None:
+        """The private copy of the last large point, when it can be overwritten with
+        ``x``: of x's shape, and no linearisation took it as an input (the operators
+        linearize_hessp handed out may still run there)."""
         key = self.key
-        if x.size <= _SMALL_POINT_SIZE:
-            new = (x.shape, x.tobytes())
-            if new == key:  # a shape mismatch ends the comparison
-                return False
-            # clear(new), written out: this is the per-call path of small problems
-            self.key = new
-            self.x = self.value = self.grad = None
-            self.linear = _NO_LINEARIZATION
-            self.products = False
-            return True
-        if _is_point(key, x):
-            return False
         kept = key[1] if key is not None else None
-        # The old copy is free unless a linearisation took it as an input (the operators
-        # linearize_hessp handed out may still run there).
         if (kept.__class__ is np.ndarray and kept.shape == x.shape
                 and self.linear is _NO_LINEARIZATION):
+            return kept
+        return None
+
+    def move_to(self, x: np.ndarray) -> bool:
+        """Stand for ``x`` (a checked point); whether it is a new point (then cleared)."""
+        if x.size <= _SMALL_POINT_SIZE:
+            return self.move_to_small(x)
+        if _is_point(self.key, x):
+            return False
+        self.copy_in(x)
+        return True
+
+    def move_to_small(self, x: np.ndarray) -> bool:
+        """:meth:`move_to` for a point of at most ``_SMALL_POINT_SIZE`` entries."""
+        new = (x.shape, x.tobytes())
+        if new == self.key:  # a shape mismatch ends the comparison
+            return False
+        # clear(new), written out: this is the per-call path of small problems
+        self.key = new
+        self.x = self.value = self.grad = self.handout = None
+        self.linear = _NO_LINEARIZATION
+        self.products = False
+        return True
+
+    def copy_in(self, x: np.ndarray) -> None:
+        """Stand for the new large point ``x``, copied into the last point's copy when
+        that is free (:meth:`free_copy`), else into a new array."""
+        kept = self.free_copy(x)
+        if kept is not None:
             np.copyto(kept, x)
         else:
             kept = x.copy()
         self.clear((x.shape, kept))
-        return True
+
+
+def _with_copies(program: Program) -> Program:
+    """``program``'s value-and-gradient program, returning ``(f, ∇f, x, ∇f)``.
+
+    The two extra outputs are ``x * 1`` and ``∇f * 1`` (exact: 1 is the identity of
+    IEEE multiplication): elementwise steps the numba engine fuses into the loops that
+    read ``x`` and write ``∇f``, so the kernel writes the private copy of a large point,
+    and the gradient in two arrays, with threads where its loops have them, instead of
+    two more serial passes over memory after it. (A plain repeated output would be a
+    separate copy loop; ``simplify`` would remove the ``* 1``, so it is not run here.)
+    """
+    vg = tf.value_and_grad_program(program)
+    roots = [new_tracer(slot) for slot in vg.in_slots]
+    y, g = interpret(vg, roots)
+    one = Var(np.ones(()), const=True)
+    copies, closed = to_program(roots, [y, g, mul_p(roots[0], one), mul_p(g, one)])
+    assert not closed  # vg is closed: interpreting it reaches nothing outside roots
+    return copies
 
 
 def _alternating(run: Callable) -> Callable:
@@ -236,7 +282,28 @@ class Objective:
     def _evaluate(self, x: np.ndarray) -> _Point:
         """The current point, made ``x`` (a checked point) with its value and gradient."""
         at = self._at
-        if not at.move_to(x) and at.grad is not None:
+        if x.size <= _SMALL_POINT_SIZE:
+            if not at.move_to_small(x) and at.grad is not None:
+                return at
+        elif self._second_order:  # Newton use: _linearized below runs another program
+            if not at.move_to(x) and at.grad is not None:
+                return at
+        elif not _is_point(at.key, x):
+            vg = self._vg_runner
+            if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup
+                vg = self._value_and_grad_runner(x)
+            if vg[3] is None:
+                at.copy_in(x)
+            else:
+                # the kernel writes x's private copy: no pass over x before it
+                kept = at.free_copy(x)
+                if kept is None:
+                    kept = np.empty(x.shape)
+                at.clear(None)  # a kernel that fails leaves no point behind
+                self._run_with_copies(x, vg, kept)
+                at.key = (x.shape, kept)
+                return at
+        elif at.grad is not None:
             return at
         if self._second_order and not self._small(x):
             # Newton-type use: the pass that gives f and ∇f also keeps the residuals of
@@ -244,15 +311,48 @@ class Objective:
             self._linearized(x, None)
             return at
         vg = self._vg_runner
-        if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup per call
-            run, data = self._compiled(x, "value_and_grad", 0, tf.value_and_grad_program)
+        if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup
+            vg = self._value_and_grad_runner(x)
+        if vg[3] is None:
+            at.value, at.grad = vg[1](x, *vg[2])
+            self.nfev += 1
+            self.njev += 1
+        else:  # x is the current point: its copy is written again with the same values
+            self._run_with_copies(x, vg, at.key[1])  # type: ignore[index]
+        return at
+
+    def _value_and_grad_runner(self, x: np.ndarray) -> tuple:
+        """``(shape, runner, data, copies)`` of the value and gradient at x's shape, kept
+        as ``_vg_runner`` (the last runner of the hot path, checked by shape alone).
+
+        ``copies`` is None, or for a large point under an engine that takes ``out=``,
+        the arrays of f and ∇f that the runner of :func:`_with_copies` writes (it also
+        writes x's private copy and ∇f in a new array for the first caller).
+        """
+        vg: tuple
+        if x.size > _SMALL_POINT_SIZE:
+            run, data = self._compiled(x, "value_and_grad_copies", 0, _with_copies)
+            # the compiled engines' runners (numba, auto) take out= and reuse outputs
+            if hasattr(run, "reusing_outputs"):
+                vg = self._vg_runner = (x.shape, run, data, (np.empty(()), np.empty(x.shape)))
+                return vg
+        run, data = self._compiled(x, "value_and_grad", 0, tf.value_and_grad_program)
+        if hasattr(run, "reusing_outputs"):
             # outputs overwritten by the next point are fine: only the last one is kept
-            run = run.reusing_outputs() if hasattr(run, "reusing_outputs") else run
-            vg = self._vg_runner = (x.shape, run, data)
-        at.value, at.grad = vg[1](x, *vg[2])
+            run = run.reusing_outputs()
+        vg = self._vg_runner = (x.shape, run, data, None)
+        return vg
+
+    def _run_with_copies(self, x: np.ndarray, vg: tuple, kept: np.ndarray) -> None:
+        """Run the kernel of :func:`_with_copies` at x: x's copy into ``kept``, f and ∇f
+        into the record's arrays (the next point overwrites them: ∇f is only handed out
+        as copies), and ∇f into a new array that the first caller gets as it is."""
+        _, run, data, (value, grad) = vg
+        at = self._at
+        at.value, at.handout, _, at.grad = run(x, *data, out=(value, np.empty(x.shape), kept,
+                                                                  grad))
         self.nfev += 1
         self.njev += 1
-        return at
 
     def value_and_grad(self, x: Any) -> tuple[float, np.ndarray]:
         """Return ``(f(x), ∇f(x))`` from one pass; for ``scipy.optimize.minimize(jac=True)``.
@@ -284,8 +384,12 @@ class Objective:
         (9.0, array([ 3., 12.]))
         """
         at = self._evaluate(self._check(x))
-        # _evaluate computed the gradient (no assert: this is the per-call hot path)
-        return float(at.value), at.grad.copy()  # type: ignore[union-attr]
+        g = at.handout
+        if g is None:  # a copy: the caller may write into it
+            # _evaluate computed the gradient (no assert: this is the per-call hot path)
+            return float(at.value), at.grad.copy()  # type: ignore[union-attr]
+        at.handout = None  # the array no one has seen, given once
+        return float(at.value), g
 
     def fun(self, x: Any) -> float:
         """Return ``f(x)``; the gradient at ``x`` is computed in the same pass and kept.
@@ -343,8 +447,13 @@ class Objective:
         >>> obj.jac(np.array([1.0, 2.0]))
         array([ 3., 12.])
         """
-        # _evaluate computed the gradient (no assert: this is the per-call hot path)
-        return self._evaluate(self._check(x)).grad.copy()  # type: ignore[union-attr]
+        at = self._evaluate(self._check(x))
+        g = at.handout
+        if g is None:  # a copy: the caller may write into it
+            # _evaluate computed the gradient (no assert: this is the per-call hot path)
+            return at.grad.copy()  # type: ignore[union-attr]
+        at.handout = None  # the array no one has seen, given once
+        return g
 
     # ---- second order --------------------------------------------------------------------
     def _linearized(self, x: np.ndarray, k: int | None) -> tuple[Callable, tuple]:
