@@ -340,6 +340,21 @@ def test_same_contents_finds_changes_anywhere_and_takes_nan_as_equal():
     assert not same_contents(np.array(["a", "b"]), np.array(["a", "c"]))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.int64, np.bool_])
+def test_same_contents_on_the_first_entry(dtype):
+    """The first entries are compared as Python numbers first: nan there is nan."""
+    a = np.arange(1, 1001).astype(dtype)
+    b = a.copy()
+    b[0] = 0
+    assert not same_contents(a, b) and not same_contents(b, a)
+    if dtype in (np.float64, np.complex128):
+        a[0] = b[0] = np.nan
+        assert same_contents(a, b)
+        b[0] = 1.0
+        assert not same_contents(a, b) and not same_contents(b, a)
+    assert same_contents(a[:0], b[:0])
+
+
 def test_a_large_captured_array_changed_in_its_last_entry_is_seen():
     weights = np.ones(LARGE)
 

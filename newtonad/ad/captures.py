@@ -126,14 +126,21 @@ _FIRST_CHUNK = 256
 def same_contents(now: np.ndarray, then: np.ndarray) -> bool:
     """Whether two arrays have the same shape, dtype and values (nan equal to nan).
 
-    The first :data:`_FIRST_CHUNK` entries are compared first, so a difference there
-    costs almost nothing; equal arrays cost one pass, as a whole comparison would.
+    The first entry, then the first :data:`_FIRST_CHUNK` entries, are compared first, so
+    a difference there costs almost nothing; equal arrays cost one pass, as a whole
+    comparison would.
     """
     if now.shape != then.shape or now.dtype != then.dtype:
         return False
     if now.dtype.kind not in "biufc":  # objects, strings, records: compared whole
         return bool(np.array_equal(now, then))
     nan_aware = now.dtype.kind in "fc"
+    if now.size:
+        # the first entries as Python numbers: a moved point differs there, told apart
+        # in 0.1 µs where the first chunk's comparison costs about 10 µs
+        u, v = now.item(0), then.item(0)
+        if u != v and (u == u or v == v):  # unequal, and not both nan
+            return False
     a, b = now.reshape(-1), then.reshape(-1)
     for part in (slice(0, _FIRST_CHUNK), slice(_FIRST_CHUNK, None)):
         pa, pb = a[part], b[part]
