@@ -6,7 +6,8 @@ large as the last-level cache here, so a point is read from memory), or with
 ``--hot`` a point written just before the call, as a solver's new iterate is. The
 contenders take turns call by call, in a rotating order, so that a shared, noisy
 machine slows all of them alike; each round prints medians, and the last line the
-median overhead over rounds, as a multiple of the kernel's time. Two objectives: the
+overhead as a multiple of the kernel's time: the median over calls of each call's time
+over the kernel's call at the same point, minus one. Two objectives: the
 issue's (Rosenbrock) and a cheap one (sum of squares, a single pass over memory).
 
 Then the per-call cost of a 2-variable Rosenbrock's ``jac`` (ns per call) at the
@@ -50,8 +51,9 @@ def load_objective(path: str) -> type:
 
 
 def large_rounds(f: Callable, contenders: dict[str, type], n: int, rounds: int,
-                 calls: int, hot: bool) -> dict[str, list[float]]:
-    """Median seconds per call of each contender, per round (``"kernel"`` first)."""
+                 calls: int, hot: bool) -> dict[str, np.ndarray]:
+    """Seconds of each call, ``(rounds, calls)`` per contender (``"kernel"`` first); the
+    contenders' calls of one column ran one after the other, at the same point."""
     rng = np.random.default_rng(0)
     points = [rng.standard_normal(n) for _ in range(4)]
     bare = nad.value_and_grad(f, engine="numba")
@@ -63,9 +65,8 @@ def large_rounds(f: Callable, contenders: dict[str, type], n: int, rounds: int,
     for call in calls_of.values():  # compile and warm
         for x in points:
             call(x)
-    medians: dict[str, list[float]] = {name: [] for name in names}
-    for _ in range(rounds):
-        times: dict[str, list[float]] = {name: [] for name in names}
+    times = {name: np.empty((rounds, calls)) for name in names}
+    for r in range(rounds):
         for i in range(calls):
             point = points[i % len(points)]
             for j in range(len(names)):
@@ -77,10 +78,8 @@ def large_rounds(f: Callable, contenders: dict[str, type], n: int, rounds: int,
                     # Objective must see the change in place)
                 start = time.perf_counter()
                 calls_of[name](x)
-                times[name].append(time.perf_counter() - start)
-        for name in names:
-            medians[name].append(float(np.median(times[name])))
-    return medians
+                times[name][r, i] = time.perf_counter() - start
+    return times
 
 
 def small_calls(contenders: dict[str, type], repeats: int = 7, calls: int = 20_000
@@ -113,7 +112,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--calls", type=int, default=60, help="calls per round and contender")
+    parser.add_argument("--calls", type=int, default=100, help="calls per round and contender")
     parser.add_argument("--hot", action="store_true", help="write each point just before the call")
     parser.add_argument("--baseline", help="another objective.py to compare with")
     parser.add_argument("--only", choices=["large", "small"], help="run one part")
@@ -125,14 +124,17 @@ def main() -> None:
         for f in (rosen, sum_of_squares):
             print(f"{f.__name__}, n = {opts.n}, a new point every call"
                   f"{' (written just before it)' if opts.hot else ''}:")
-            medians = large_rounds(f, contenders, opts.n, opts.rounds, opts.calls, opts.hot)
-            kernel = np.array(medians["kernel"])
+            times = large_rounds(f, contenders, opts.n, opts.rounds, opts.calls, opts.hot)
+            kernel = np.median(times["kernel"], axis=1)
             for r in range(opts.rounds):
                 print(f"  kernel {kernel[r] * 1e3:6.3f} ms  " + "  ".join(
-                    f"{name} {medians[name][r] * 1e3:6.3f} ms "
-                    f"({medians[name][r] / kernel[r] - 1:5.2f} x)" for name in contenders))
-            print("  median overhead over rounds: " + "  ".join(
-                f"{name} {np.median(np.array(medians[name]) / kernel - 1):.2f} x kernel"
+                    f"{name} {np.median(times[name][r]) * 1e3:6.3f} ms "
+                    f"({np.median(times[name][r]) / kernel[r] - 1:5.2f} x)"
+                    for name in contenders))
+            # each call against the kernel's call at the same point, just before or after
+            # it: the load of the moment cancels out
+            print("  overhead, median over calls of (call / kernel's call) - 1: " + "  ".join(
+                f"{name} {np.median(times[name] / times['kernel']) - 1:.2f} x kernel"
                 for name in contenders))
     if opts.only != "large":
         print("2-variable Rosenbrock, jac, ns per call (best block):")
