@@ -14,6 +14,7 @@ import newtonad as nad
 from newtonad.ad import transforms as tf
 from newtonad.ad.engine import loop_ir as ir
 from newtonad.ad.engine import numba_engine
+from newtonad.ad.engine.kinds import REDUCE_SUM
 from newtonad.ad.engine.options import LoweringOptions
 from newtonad.ad.engine.passes import (
     parallel_chunking,
@@ -21,6 +22,7 @@ from newtonad.ad.engine.passes import (
     run_time_extents,
     under,
     worth_threads,
+    write_out_columns,
 )
 from newtonad.ad.engine.printer import print_lines
 
@@ -131,3 +133,111 @@ def test_lowered_kernels_hold_only_printable_ir(threads):
         has_threads = any(isinstance(s, ir.ParallelFor) for s in stmts)
         assert kernel.parallel == has_threads == (threads == 2)
         assert ("prange" in kernel.source) == has_threads
+
+
+# ---- columns written out ------------------------------------------------------------------------
+
+ROW, COL = (0, 1, 0), (1, 1, 0)  # index maps: i0, and the column i1
+
+
+def columns_nest(k: int) -> list:
+    """Placed statements of ``out[i0, c] = V[i0, c] * (2 * x[i0])`` and ``colsum[c] += out[i0, c]``
+    for the columns ``c < k`` of a nest whose one loop is over ``i0``, as the nest writer
+    makes them: ``2 * x[i0]`` is a common subexpression of no column, the product one
+    of each column, the column sums accumulate in a local over the rows."""
+    twice = ir.slot_temp(5, 0)
+    prod = ir.slot_temp(6, 0)
+    acc = ir.placed_local("acc", 4)
+    template = [
+        ir.Placed(1, [ir.Comment("2 * x"), ir.Assign(twice, ir.Mul(ir.Lit("2.0", True),
+                                                                  ir.Load("x", (ROW,))))],
+                  common=True),
+        ir.Placed(1, [ir.Assign(prod, ir.Mul(ir.Load("V", (ROW, COL)), twice))], common=True),
+        ir.Placed(1, [ir.Assign(ir.Load("out", (ROW, COL)), prod)]),
+        ir.Placed(0, [ir.Assign(acc, ir.Lit("0.0", True))]),
+        ir.Placed(1, [ir.Reduce(acc, prod, REDUCE_SUM)]),
+        ir.Placed(0, [ir.Reduce(ir.Load("colsum", (COL,)), acc, REDUCE_SUM)], after=True),
+    ]
+    head = [ir.Placed(0, [ir.Assign(ir.slot_temp(6, 0), ir.Lit("1.0", True))])]  # uses t6 once
+    return head + [ir.Columns(1, 0, k, template)]
+
+
+def as_loops(placed: list, rows: int) -> list:
+    """``placed`` (depths 0 and 1) around one loop ``for i0 in range(rows)``."""
+    def at(depth, after):
+        return [s for p in placed if p.depth == depth and p.after == after for s in p.stmts]
+    return [*at(0, False), ir.For(ir.LoopVar(0), 0, rows, tuple(at(1, False))), *at(0, True)]
+
+
+def run_source(stmts: list, **arrays) -> dict:
+    env = {k: np.array(v, dtype=float) for k, v in arrays.items()}
+    exec("\n".join(print_lines(stmts)), {}, env)
+    return env
+
+
+def test_written_out_columns_compute_what_a_column_loop_does():
+    rows, k = 5, 3
+    rng = np.random.default_rng(0)
+    x, V = rng.normal(size=rows), rng.normal(size=(rows, k))
+    out = write_out_columns(columns_nest(k), LoweringOptions(unroll=4))
+    assert not any(isinstance(p, ir.Columns) for p in out)
+    got = run_source(as_loops(out, rows), x=x, V=V, out=np.zeros((rows, k)), colsum=np.zeros(k))
+    # the same template run as a loop over the columns, each with its own accumulator
+    loop = []
+    for c in range(k):
+        one = write_out_columns(
+            [ir.Columns(1, c, c + 1, columns_nest(k)[1].template)], LoweringOptions(unroll=4))
+        loop += as_loops(one, rows)
+    ref = run_source(loop, x=x, V=V, out=np.zeros((rows, k)), colsum=np.zeros(k))
+    np.testing.assert_allclose(got["out"], V * (2 * x)[:, None], rtol=1e-15)
+    np.testing.assert_allclose(got["colsum"], (V * (2 * x)[:, None]).sum(0), rtol=1e-14)
+    np.testing.assert_allclose(got["out"], ref["out"], rtol=0)
+    np.testing.assert_allclose(got["colsum"], ref["colsum"], rtol=0)
+
+
+def test_written_out_columns_substitute_the_column_and_rename_locals():
+    out = write_out_columns(columns_nest(3), LoweringOptions(unroll=4))
+    stmts = [s for p in out for s in p.stmts]
+    loads = [a for s in stmts if isinstance(s, (ir.Assign, ir.Reduce))
+             for e in (s.target, s.value) for a in ir.atoms(e) if isinstance(a, ir.Load)]
+    assert loads and not any(d[0] == 1 for a in loads for d in a.index)  # no i1 is left
+    assert {a.index[-1] for a in loads if a.array == "V"} == {(None, 0, c) for c in range(3)}
+    assigned = [s.target.name for s in stmts if isinstance(s, ir.Assign)
+                and isinstance(s.target, ir.Var)]
+    # 2 * x once, with the first column; the product per column, numbered after the
+    # head's t6; an accumulator per column, named by its statement's position
+    assert assigned.count("t5") == 1
+    assert [n for n in assigned if n.startswith("t6")] == ["t6", "t6_1", "t6_2", "t6_3"]
+    accs = [n for n in assigned if n.startswith("acc")]
+    assert len(set(accs)) == 3
+    for name in accs:
+        position = int(name[3:])
+        assert any(s.target.name == name for s in out[position].stmts
+                   if isinstance(s, ir.Assign))
+    comments = [s.text for s in stmts if isinstance(s, ir.Comment)]
+    assert [c for c in comments if c.startswith("i1 = ")] == ["i1 = 0", "i1 = 1", "i1 = 2"]
+
+
+def test_write_out_columns_keeps_the_template_past_the_options():
+    placed = columns_nest(3)
+    assert write_out_columns(placed, LoweringOptions(unroll=2)) is placed  # too many columns
+    assert write_out_columns(placed, LoweringOptions(unroll=4, unroll_statements=5)) is placed
+    assert isinstance(placed[1], ir.Columns) and len(placed[1].template) == 6  # not changed
+
+
+def test_lowered_frames_write_short_columns_out():
+    """An HVP frame of three columns: with ``unroll`` >= 3 the interior of the stencil
+    loops over no column (its edges, run under conditions, always do)."""
+    program = tf.hvp_program(nad.trace(rosen, np.zeros(100)), 3)
+
+    def shape(unroll):
+        body = numba_engine.lower(program, LoweringOptions(unroll=unroll)).body
+        stmts = [s for s, _ in ir.walk(body)]
+        assert not any(isinstance(s, ir.Columns) for s in stmts)
+        loops = sum(isinstance(s, ir.For) and s.var == ir.LoopVar(1) for s in stmts)
+        columns = [s.text for s in stmts if isinstance(s, ir.Comment) and s.text.startswith("i1 =")]
+        return loops, columns
+
+    loops, columns = shape(4)
+    assert columns == ["i1 = 0", "i1 = 1", "i1 = 2"]
+    assert shape(2) == (loops + 1, [])

@@ -20,7 +20,12 @@ from newtonad._programs import traced_at
 from newtonad.ad import transforms as tf
 from newtonad.ad.engine import loop_ir as ir
 from newtonad.ad.engine import numba_engine, numpy_eval
+from newtonad.ad.engine.nest_lowering import lower_nest
+from newtonad.ad.engine.numba_codegen import Generator
+from newtonad.ad.engine.numba_plan import Nest, make_plan
 from newtonad.ad.engine.options import LoweringOptions
+from newtonad.ad.engine.row_blocks import RowBlock, form_regions
+from newtonad.ad.engine.where import Where
 from newtonad.ad.program import Program
 
 from .builders import Builder
@@ -250,3 +255,37 @@ def check_regions(program: Program, inputs: tuple) -> str:
         scale = np.max(np.abs(b), initial=1.0)
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=RTOL * scale, err_msg=f"output {n}")
     return kernel
+
+
+# ---- the region a lowering runs in --------------------------------------------------------------
+
+def test_a_nest_lowers_by_the_region_it_is_given(small_blocks):
+    """A nest of a region is lowered on the block's views (``k<i>``, ``nb`` rows) when
+    given the region's :class:`Where`, and on whole arrays outside it, whatever was
+    lowered before: the generator keeps no region of its own (lowered only)."""
+    m, n = 100, 7
+    w, args = logistic_data(m, n)
+    program = tf.hvp_program(traced(logistic, w, args), 3)
+    plan = form_regions(make_plan(program), small_blocks)
+    region = next(item for item in plan.items if isinstance(item, RowBlock))
+    nest = next(item for item in region.items if isinstance(item, Nest))
+    gen = Generator(plan, small_blocks)
+    inside = lower_nest(gen, Where(plan, region), nest)
+    outside = lower_nest(gen, Where(plan), nest)
+    assert lower_nest(gen, Where(plan, region), nest).stmts == inside.stmts
+
+    def arrays_and_rows(code):
+        """The arrays of blocked slots that ``code`` loads or stores, by kind (``k`` for
+        a block's view, ``b`` for a whole array), and the bounds of its loop over rows."""
+        stmts = [s for s, _ in ir.walk(code.stmts)]
+        names = {a.array for s in stmts if isinstance(s, (ir.Assign, ir.Reduce))
+                 for e in (s.target, s.value) for a in ir.atoms(e)
+                 if isinstance(a, (ir.Load, ir.FlatLoad))}
+        kinds = {kind for kind in "kb" for i in region.blocked
+                 if {f"{kind}{i}", f"{kind}{i}f"} & names}
+        rows = {s.stop for s in stmts if isinstance(s, ir.For) and s.var == ir.LoopVar(0)}
+        return kinds, rows
+
+    assert arrays_and_rows(inside) == ({"k"}, {ir.Scalar("nb")})
+    assert arrays_and_rows(outside) == ({"b"}, {m})
+    assert inside.writes == outside.writes and inside.reads == outside.reads

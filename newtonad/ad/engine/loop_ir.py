@@ -13,7 +13,7 @@ None, scale, offset)``, printed with the loop variables' names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Union
 
 from .kinds import THREAD_REDUCTIONS
@@ -26,9 +26,29 @@ IMap = tuple[Dim, ...]
 
 @dataclass(frozen=True)
 class Var:
-    """A local of a loop nest (temporary, accumulator or loop variable)."""
+    """A local of a loop nest (temporary, accumulator or loop variable).
+
+    ``stem`` and ``slot`` tell a pass that copies the local's statements (the columns
+    of :func:`.passes.write_out_columns`) how to name each copy, as the nest writer
+    names its locals: the temporary of slot ``slot`` is ``t<slot>``, then
+    ``t<slot>_<n>`` for its n-th computation in the nest; another local is ``stem``
+    followed by the position of its first statement among the nest's placed
+    statements. Only ``name`` tells locals apart.
+    """
 
     name: str
+    stem: str = field(default="", compare=False)
+    slot: Union[int, None] = field(default=None, compare=False)
+
+
+def slot_temp(slot: int, n: int) -> Var:
+    """The temporary of the ``n``-th computation of ``slot`` in a nest (from 0)."""
+    return Var(f"t{slot}" if n == 0 else f"t{slot}_{n}", "t", slot)
+
+
+def placed_local(stem: str, position: int) -> Var:
+    """A local first assigned by the nest's placed statements number ``position``."""
+    return Var(f"{stem}{position}", stem)
 
 
 @dataclass(frozen=True)
@@ -243,13 +263,32 @@ class Placed:
     """Statements of a loop nest placed at a loop depth, under a guard.
 
     ``depth`` counts loop variables (``i0`` .. ``i<depth-1>`` exist there); ``after``:
-    below that level's inner loop instead of above it.
+    below that level's inner loop instead of above it. ``common``: they compute a
+    common subexpression (a temporary computed once and reused) that does not depend
+    on the column of a :class:`Columns` template unless it reads one that does.
     """
 
     depth: int
     stmts: list[Any]
     guard: Guard = ()
     after: bool = False
+    common: bool = False
+
+
+@dataclass
+class Columns:
+    """Placed statements of the columns ``i<var>`` in ``range(start, stop)`` of a nest's
+    innermost axis, with no loop over them: :func:`.passes.write_out_columns` writes
+    ``template`` out once per column, ``i<var>`` replaced by the column's number.
+
+    The template's depths count the loops written (``i<var>`` is not one of them);
+    its statements read ``i<var>`` in their index maps.
+    """
+
+    var: int
+    start: int
+    stop: int
+    template: list[Placed]
 
 
 def walk(stmts: Any, parallel: bool = False):

@@ -3,17 +3,26 @@
 A :class:`~.numba_plan.Nest` is split where its sinks start or stop (the edges of
 stencils) into pieces; each piece is written by a :class:`NestWriter`, which turns
 every fused step into one assignment at the shallowest loop depth where its operands
-exist (common subexpressions under one index map are computed once). Passes over the
-placed statements then drop the temporaries nothing reads (:func:`.passes.drop_dead`)
-and write a short innermost axis out column by column. A piece whose outermost loop
-writes no element twice is marked :class:`~.loop_ir.Threadable`; the pass
-:func:`.passes.parallel_chunks` decides whether it runs on all threads.
+exist (common subexpressions under one index map are computed once). A short
+innermost axis (the k columns of a small frame) is written as a
+:class:`~.loop_ir.Columns` template of one column, which the pass
+:func:`.passes.write_out_columns` writes out column by column (or, past the options'
+bounds, declines: the piece is then written again as a plain loop nest). The placed
+statements go into loops once the temporaries nothing reads are dropped
+(:func:`.passes.drop_dead`). A piece whose outermost loop writes no element twice is
+marked :class:`~.loop_ir.Threadable`; the pass :func:`.passes.parallel_chunks`
+decides whether it runs on all threads.
+
+:func:`lower_nest` returns a :class:`NestCode`: the statements, and the slots they
+read, write and view flat; each piece's writer (its memo of computed values
+included) lives only while that piece is written.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -23,6 +32,7 @@ from .loop_ir import (
     Apply,
     Assign,
     Bound,
+    Columns,
     Comment,
     FlatLoad,
     For,
@@ -41,10 +51,13 @@ from .loop_ir import (
     Var,
     code_lines,
     is_simple,
+    placed_local,
+    slot_temp,
 )
 from .numba_ops import PASS_THROUGH, literal_atom
 from .numba_plan import Box, Nest, Sink, map_vars, operand_maps, segments
-from .passes import drop_dead, under
+from .passes import drop_dead, under, write_out_columns
+from .where import Where
 
 # The kernel generator (numba_codegen.Generator) calls these lowerings and is passed to
 # them as ``gen``; it is not imported here, so the two modules do not depend on each other.
@@ -56,27 +69,29 @@ class NestWriter:
 
     Depths are counted in loop variables: a value at depth ``d`` depends on ``i0`` ..
     ``i<d-1>``. ``levels`` is the number of loops written: one less than the nest's
-    depth when its innermost axis is written out (:func:`unrolled_axis`). Then loop
-    variable ``i<levels>`` is not a loop but the constant ``column``, and statements
-    that depend on it go in the innermost loop, once per column.
+    depth when its innermost axis is to be written out (:func:`unrolled_axis`). Then
+    loop variable ``i<levels>`` is not a loop but a column, which a pass substitutes
+    (:func:`.passes.write_out_columns`): statements that read it go in the innermost
+    loop.
     """
 
-    def __init__(self, gen: Generator, item: int, nest: Nest, levels: int | None = None):
+    def __init__(self, gen: Generator, at: Where, nest: Nest, levels: int | None = None):
         self.g = gen
-        self.item = item
+        self.at = at
         self.nest = nest
         self.levels = len(nest.space) if levels is None else levels
-        self.column: int | None = None  # the value of i<levels> in the statements emitted now
         self.flat: set[int] = set()     # slots read or written through flat views
         self.placed: list[Placed] = []
-        self.memo: dict[tuple, tuple[Any, int]] = {}  # (slot, map, column) -> (atom, depth)
+        self.memo: dict[tuple, tuple[Any, int]] = {}  # (slot, map) -> (atom, depth)
         self.uses: Counter[int] = Counter()
         self.products: dict[Var, tuple[tuple[Any, int], tuple[Any, int]]] = {}
-        self.loaded: set[int] = set()  # base slots loaded from memory
+        self.reads: dict[int, None] = {}   # base slots loaded from memory (in order)
+        self.writes: dict[int, None] = {}  # base slots written (in order)
 
-    def emit(self, depth: int, *stmts: Any, after: bool = False) -> None:
-        """Place ``stmts`` at loop depth ``depth`` (``after``: below that level's inner loop)."""
-        self.placed.append(Placed(min(depth, self.levels), list(stmts), (), after))
+    def emit(self, depth: int, *stmts: Any, after: bool = False, common: bool = False) -> None:
+        """Place ``stmts`` at loop depth ``depth`` (``after``: below that level's inner loop;
+        ``common``: a common subexpression, see :class:`~.loop_ir.Placed`)."""
+        self.placed.append(Placed(min(depth, self.levels), list(stmts), (), after, common))
 
     def guard_since(self, start: int, guard: Guard) -> None:
         """Run the statements placed from ``start`` on under ``guard`` (:func:`.passes.under`)."""
@@ -86,12 +101,6 @@ class NestWriter:
         """How many lines of code (not comments) have been emitted."""
         return sum(code_lines(p.stmts) for p in self.placed)
 
-    def fixed(self, m: IMap) -> IMap:
-        """``m`` with the written-out loop variable replaced by the current column."""
-        if self.column is None:
-            return m
-        return tuple((None, 0, scale * self.column + off) if v == self.levels else (v, scale, off)
-                     for v, scale, off in m)
 
     def load(self, i: int, m: IMap) -> Any:
         """Element ``m`` of stored slot ``i``.
@@ -106,16 +115,15 @@ class NestWriter:
         proves the offsets non-negative and drops numba's wraparound test.)
         """
         g = self.g
-        m = self.fixed(m)
         shape = g.slots[i].shape
         inner = self.levels - 1
         axes = [a for a, d in enumerate(m) if d[0] == inner]
-        if self.levels == len(self.nest.space) or i in g.plan.literals or g.is_scalar(i) \
+        if self.levels == len(self.nest.space) or i in g.plan.literals or self.at.is_scalar(i) \
                 or not axes or all(n == 1 for n in shape[max(axes) + 1:]):
-            return g.ref(i, m)
+            return self.at.ref(i, m)
         self.flat.add(i)
         strides = [int(np.prod(shape[a + 1:], dtype=np.int64)) for a in range(len(shape))]
-        return FlatLoad(f"{g.array(i)}f", tuple(zip(m, strides)))
+        return FlatLoad(f"{self.at.array(i)}f", tuple(zip(m, strides)))
 
     def value(self, i: int, m: IMap, compute: bool = False) -> tuple[Any, int]:
         """Slot ``i`` at index map ``m`` as an atom, and the loop depth it needs.
@@ -131,8 +139,7 @@ class NestWriter:
         if i in plan.literals:
             result: tuple[Any, int] = (literal_atom(plan.literals[i], g.slots[i].dtype), 0)
         elif i in plan.stored and not compute:
-            g.note_read(self.item, i)
-            self.loaded.add(g.base(i))
+            self.reads[g.base(i)] = None
             result = (self.load(i, m), map_vars(m))
         else:
             step = g.producer[i]
@@ -150,10 +157,11 @@ class NestWriter:
                 expr = Apply(prim, tuple(o[0] for o in operands), in_dtypes, g.slots[i].dtype,
                              step.params)
                 depth = max((o[1] for o in operands), default=0)
-                n = self.uses[i]
+                temp = slot_temp(i, self.uses[i])
                 self.uses[i] += 1
-                temp = Var(f"t{i}" if n == 0 else f"t{i}_{n}")
-                self.emit(depth, Comment(g.describe(step)), Assign(temp, expr))
+                # memoised, it is computed once; with a column in its index map, per column
+                common = not compute and map_vars(m) <= self.levels
+                self.emit(depth, Comment(g.describe(step)), Assign(temp, expr), common=common)
                 if prim is MUL and floats:
                     self.products[temp] = (operands[0], operands[1])
                 result = (temp, depth)
@@ -162,7 +170,7 @@ class NestWriter:
         return result
 
     def _key(self, i: int, m: IMap) -> tuple:
-        return (i, m, self.column if m != self.fixed(m) else None)
+        return (i, m)
 
     def _operands_first(self, i: int, m: IMap) -> None:
         """Compute the operands of slot ``i`` at ``m`` (and theirs) without recursion.
@@ -210,9 +218,9 @@ class NestWriter:
         key = ("*", c, y)  # once per pair (the columns of an unrolled frame share it)
         if key in self.memo:
             return [(a, da), self.memo[key]]
-        temp = Var(f"f{len(self.placed)}")
+        temp = placed_local("f", len(self.placed))
         depth = max(dc, dy)
-        self.emit(depth, Assign(temp, Mul(c, y)))
+        self.emit(depth, Assign(temp, Mul(c, y)), common=True)
         self.products[temp] = ((c, dc), (y, dy))
         self.memo[key] = (temp, depth)
         return [(a, da), (temp, depth)]
@@ -222,7 +230,7 @@ class NestWriter:
         src, depth = self.value(i, m)
         if is_simple(src):
             return src, depth
-        temp = Var(f"v{len(self.placed)}")
+        temp = placed_local("v", len(self.placed))
         self.emit(depth, Assign(temp, src))
         return temp, depth
 
@@ -232,7 +240,7 @@ class NestWriter:
         into its target)."""
         g = self.g
         depth = len(s.space)
-        g.note_write(self.item, s.target)
+        self.writes[g.base(s.target)] = None
         target = self.load(s.target, s.tmap)
         if s.kind == "store":
             src, _ = self.value(s.value, s.vmap, compute=True)
@@ -253,13 +261,13 @@ class NestWriter:
             src, _ = self.simple(s.value, s.vmap)
             comment = Comment(g.describe(s.step))
             depth = min(depth, self.levels)
-            if guarded or depth == 0 or g.is_scalar(s.target) or \
-                    any(d[0] == depth - 1 for d in self.fixed(s.tmap)):
+            if guarded or depth == 0 or self.at.is_scalar(s.target) or \
+                    any(d[0] == depth - 1 for d in s.tmap):
                 self.emit(depth, comment, Reduce(target, src, s.op))
                 return
             # the target stays put in the innermost loop: reduce in a local there
             # (a register LLVM can vectorise), combined into the target after the loop
-            acc = Var(f"acc{len(self.placed)}")
+            acc = placed_local("acc", len(self.placed))
             start = literal_atom(g.plan.init[s.target], g.slots[s.target].dtype)
             self.emit(depth - 1, Assign(acc, start))
             self.emit(depth, comment, Reduce(acc, src, s.op))
@@ -280,8 +288,8 @@ class NestWriter:
             self.sink(s, guarded=bool(own))
             self.guard_since(start, own)
             return
-        g.note_write(self.item, s.target)
-        acc = Var(f"acc{len(self.placed)}")
+        self.writes[g.base(s.target)] = None
+        acc = placed_local("acc", len(self.placed))
         self.emit(depth, Assign(acc, literal_atom(0, g.slots[s.target].dtype)))
         for term in s.terms:
             self.memo, start = {}, len(self.placed)
@@ -293,8 +301,9 @@ class NestWriter:
         self.emit(depth, Assign(self.load(s.target, s.tmap), acc))
         self.guard_since(start, own)
 
-    def render(self, box: tuple[tuple[Any, Any], ...]) -> list[Any]:
-        """The placed statements in loops over ``box`` (one range per loop variable).
+    def render(self, box: tuple[tuple[Any, Any], ...], placed: list[Placed]) -> list[Any]:
+        """Statements ``placed`` (this writer's, after passes) in loops over ``box`` (one
+        range per loop variable); the temporaries nothing reads are dropped first.
 
         Bounds are ints, or expressions (the edge loops read them from a table). The
         innermost loop's literal bound is marked to be read at run time
@@ -302,10 +311,7 @@ class NestWriter:
         with the trip count known, LLVM proves that flat offsets do not wrap instead
         of giving up on too many run-time checks.
         """
-        g = self.g
-        for i in self.flat:  # flat views of blocks are made per block (Generator.row_block)
-            (g.block_flat if g.blocked(i) else g.flat).add(i)
-        placed = drop_dead(self.placed)
+        placed = drop_dead(placed)
         deepest = max((p.depth for p in placed), default=0)
 
         def at(d: int, after: bool) -> list[Any]:
@@ -327,7 +333,7 @@ class NestWriter:
             out = at(d, False)
             if d < deepest:
                 lo, hi = box[d]
-                if d == 0 and g.region is not None:  # the rows of this block
+                if d == 0 and self.at.region is not None:  # the rows of this block
                     lo, hi = 0, Scalar("nb")
                 run_time = (d == deepest - 1 and isinstance(hi, int)
                             and self.levels == len(self.nest.space))
@@ -353,7 +359,26 @@ def _covers(box: Box, where: Box) -> bool:
     return all(lo <= a and b <= hi for (lo, hi), (a, b) in zip(box, where))
 
 
-def lower_nest(gen: Generator, item: int, nest: Nest) -> list[Any]:
+@dataclass
+class NestCode:
+    """A nest's statements and what they do to memory: the base slots they load and
+    write (in order), and the stored slots they access through flat views."""
+
+    stmts: list[Any] = field(default_factory=list)
+    reads: dict[int, None] = field(default_factory=dict)
+    writes: dict[int, None] = field(default_factory=dict)
+    flat: set[int] = field(default_factory=set)
+
+    def add(self, stmts: list[Any], writer: NestWriter | None = None) -> None:
+        """Append ``stmts`` (written by ``writer``)."""
+        self.stmts += stmts
+        if writer is not None:
+            self.reads.update(writer.reads)
+            self.writes.update(writer.writes)
+            self.flat |= writer.flat
+
+
+def lower_nest(gen: Generator, at: Where, nest: Nest) -> NestCode:
     """A loop nest, split where sinks start or stop (the edges of stencils).
 
     The largest piece of the split (the interior) is one loop nest holding the sinks
@@ -365,54 +390,50 @@ def lower_nest(gen: Generator, item: int, nest: Nest) -> list[Any]:
     out instead (such a sink must run once, in the piece that starts its deeper ranges).
     """
     space = str(nest.space)
-    if gen.region is not None:  # in a row-blocked region the rows are those of the block
+    if at.region is not None:  # in a row-blocked region the rows are those of the block
         trailing_comma = "," * (len(nest.space) == 1)
         space = "(" + ", ".join(["nb", *map(str, nest.space[1:])]) + trailing_comma + ")"
-    out: list[Any] = [Comment(f"---- loop nest over {space}")]
-    for t in nest.inits:
-        out.append(gen.fill(t, gen.plan.init[t]))
+    code = NestCode()
+    code.add([Comment(f"---- loop nest over {space}")])
+    code.add([at.fill(t, gen.plan.init[t]) for t in nest.inits])
     segs = segments(nest.sinks)
     boxes = [tuple(segs[d][c] for d, c in enumerate(choice))
              for choice in itertools.product(*(range(len(s)) for s in segs))]
     split = [d for d, seg in enumerate(segs) if len(seg) > 1]
     if split and max(split) < min(len(s.space) for s in nest.sinks):
         interior = max(boxes, key=lambda b: int(np.prod([hi - lo for lo, hi in b])))
-        out += _piece(gen, item, nest, interior, tuple(0 for _ in segs), boxes=True)
+        _piece(code, gen, at, nest, interior, tuple(0 for _ in segs), boxes=True)
         edges = [b for b in boxes if b != interior]
         full = tuple(seg[0][:1] + seg[-1][1:] for seg in segs)
-        writer = NestWriter(gen, item, nest)
+        writer = NestWriter(gen, at, nest)
         for s in nest.sinks:
             writer.guarded_sink(s, full[:len(s.space)])
         table = tuple(tuple(v for d in split for v in b[d]) for b in edges)
         bounds = tuple((Text(f"edge[{2 * split.index(d)}]"),
                         Text(f"edge[{2 * split.index(d) + 1}]"))
                        if d in split else full[d] for d in range(len(segs)))
-        out.append(Comment(f"edges: {len(edges)} pieces {edges}"))
-        out.append(ForIn("edge", table, tuple(writer.render(bounds))))
-        return out
+        code.add([Comment(f"edges: {len(edges)} pieces {edges}"),
+                  ForIn("edge", table, tuple(writer.render(bounds, writer.placed)))], writer)
+        return code
     for choice in itertools.product(*(range(len(s)) for s in segs)):
         box = tuple(segs[d][c] for d, c in enumerate(choice))
-        out += _piece(gen, item, nest, box, choice, boxes=bool(split))
-    return out
+        _piece(code, gen, at, nest, box, choice, boxes=bool(split))
+    return code
 
 
 def unrolled_axis(nest: Nest, box: Box, unroll: int) -> int | None:
-    """The axis of ``box`` to write out instead of looping over, if any.
-
-    A short innermost loop (the k columns of a small frame) is the one LLVM
-    vectorises, and it has too few iterations to gain from that, while everything
-    computed once per element outside it – the primal, the single cotangent, their
-    sqrt and div – runs scalar. Written out column by column, the next loop out (a
-    spatial axis) becomes innermost and is vectorised, column work included.
-    """
+    """The axis of ``box`` to write out instead of looping over, if any: the innermost
+    one, when it is not the only one and has no more than ``unroll`` indices (the
+    pass :func:`.passes.write_out_columns` says why, and has the last word)."""
     axis = len(nest.space) - 1
     if axis < 1 or box[axis][1] - box[axis][0] > unroll:
         return None
     return axis
 
 
-def _piece(gen: Generator, item: int, nest: Nest, box: Box, choice: tuple,
-           boxes: bool) -> list[Any]:
+def _piece(code: NestCode, gen: Generator, at: Where, nest: Nest, box: Box, choice: tuple,
+           boxes: bool) -> None:
+    """Add one piece of a nest to ``code``."""
     active = []
     for s in nest.sinks:
         n = len(s.space)
@@ -420,20 +441,21 @@ def _piece(gen: Generator, item: int, nest: Nest, box: Box, choice: tuple,
             continue
         active.append((s, [t for t in s.terms if _covers(t.box, box[:n])]))
     if not active:
-        return []
-    opts = gen.options
-    axis = unrolled_axis(nest, box, opts.unroll)
-    writer = _write_piece(gen, item, nest, active, box, axis)
-    if axis is not None and writer.statements() > opts.unroll_statements:
-        writer = _write_piece(gen, item, nest, active, box, None)
-    body = writer.render(box)
-    if independent_rows(gen, writer, [s for s, _ in active], box):
+        return
+    axis = unrolled_axis(nest, box, gen.options.unroll)
+    writer = _write_piece(gen, at, nest, active, box, axis)
+    placed = write_out_columns(writer.placed, gen.options)
+    if any(isinstance(p, Columns) for p in placed):  # not written out: a plain loop nest
+        writer = _write_piece(gen, at, nest, active, box, None)
+        placed = writer.placed
+    body = writer.render(box, placed)
+    if independent_rows(at, writer, [s for s, _ in active], box):
         extents = [hi - lo for lo, hi in box[:writer.levels]]
         body = [Threadable(extents[0], int(np.prod(extents)), tuple(body))]
-    return ([Comment(f"piece {box}")] if boxes else []) + body
+    code.add(([Comment(f"piece {box}")] if boxes else []) + body, writer)
 
 
-def independent_rows(gen: Generator, writer: NestWriter, sinks: list[Sink], box: Box) -> bool:
+def independent_rows(at: Where, writer: NestWriter, sinks: list[Sink], box: Box) -> bool:
     """Can the outermost loop of this piece run on several threads?
 
     It can when no two of its iterations write the same element: every sink inside
@@ -445,33 +467,35 @@ def independent_rows(gen: Generator, writer: NestWriter, sinks: list[Sink], box:
     (their products call BLAS). Whether threads pay off is for the pass
     :func:`.passes.worth_threads` to decide.
     """
-    if (gen.region is not None or writer.levels == 0
+    if (at.region is not None or writer.levels == 0
             or not all(isinstance(lo, int) for lo, _ in box)):
         return False
     for s in sinks:
         if not s.space:
             continue  # runs once, before the loop
         moves = any(var == 0 and scale != 0 for var, scale, _ in s.tmap)
-        scalar_sum = s.kind == "reduce" and gen.is_scalar(s.target) and s.op in THREAD_REDUCTIONS
+        scalar_sum = s.kind == "reduce" and at.is_scalar(s.target) and s.op in THREAD_REDUCTIONS
         if s.kind == "accum" or not (moves or scalar_sum):
             return False
-    return not writer.loaded & {gen.base(s.target) for s in sinks}
+    return not writer.reads.keys() & {writer.g.base(s.target) for s in sinks}
 
 
-def _write_piece(gen: Generator, item: int, nest: Nest, active: list, box: Box,
+def _write_piece(gen: Generator, at: Where, nest: Nest, active: list, box: Box,
                  axis: int | None) -> NestWriter:
-    """The sinks of one piece; with ``axis``, written out once per index along it."""
-    writer = NestWriter(gen, item, nest, levels=axis)
+    """The sinks of one piece; with ``axis``, the sinks that loop over it last, as a
+    :class:`~.loop_ir.Columns` template of the indices along it."""
+    writer = NestWriter(gen, at, nest, levels=axis)
     for s, terms in active:
         if axis is None or len(s.space) <= axis:
             writer.sink(s, terms)
     deep = [(s, terms) for s, terms in active if axis is not None and len(s.space) > axis]
-    for c in range(*box[axis]) if deep else ():
-        writer.column = c
-        writer.emit(axis, Comment(f"i{axis} = {c}"))
+    if deep:
+        assert axis is not None
+        start = len(writer.placed)
         for s, terms in deep:
             writer.sink(s, terms)
+        writer.placed[start:] = [Columns(axis, *box[axis], writer.placed[start:])]
     return writer
 
 
-__all__ = ["NestWriter", "lower_nest", "independent_rows", "unrolled_axis", "drop_dead"]
+__all__ = ["NestWriter", "NestCode", "lower_nest", "independent_rows", "unrolled_axis", "drop_dead"]

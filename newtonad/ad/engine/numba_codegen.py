@@ -10,10 +10,13 @@ The body is built as loop IR (:mod:`.loop_ir`): loop nests by :mod:`.nest_loweri
 opaque steps by :mod:`.opaque_lowering`, and row-blocked regions here; one printer
 (:mod:`.printer`) writes it out, after the passes of :mod:`.passes` decide which
 loops run on threads and which bounds are read at run time. Loops follow the plan's
-iteration spaces, frame columns innermost. A short innermost axis (the
-k <= ``options.unroll`` columns of a small frame) is written out instead, column by
-column, so that LLVM vectorises the spatial loop around it – the per-element work
-shared by all columns included – rather than a loop of two or three iterations.
+iteration spaces, frame columns innermost (a short innermost axis is written out
+column by column: :func:`.passes.write_out_columns`).
+
+Each lowering is given where it writes, a frozen :class:`~.where.Where` (the kernel
+body, or one block of a region), and returns what it reads and writes; the generator
+records those for the arena's live ranges and the flat views of the header, and
+keeps no other state between lowerings.
 
 A row-blocked region (:class:`~.row_blocks.RowBlock`) becomes one loop
 ``for r0 in range(0, M, B)`` preceded by a comment naming the block size, the row
@@ -37,16 +40,17 @@ from ..gc_pause import gc_paused
 from ..program import ArrayConst, Program, Step
 from . import kernel_split
 from .kernel_split import code_line_count, split
-from .loop_ir import Assign, Comment, For, IMap, Line, Load, ParallelFor, Scalar, Text, walk
-from .nest_lowering import lower_nest
+from .loop_ir import Comment, For, Line, ParallelFor, Text, walk
+from .nest_lowering import NestCode, lower_nest
 from .numba_buffers import Buffer, place
-from .numba_ops import literal, literal_atom
-from .numba_plan import Nest, Plan
+from .numba_ops import literal
+from .numba_plan import Nest, Opaque, Plan
 from .opaque_lowering import LOWERINGS, summed_einsum
 from .options import LoweringOptions
 from .passes import parallel_chunks, run_time_extents
 from .printer import print_lines
 from .row_blocks import RowBlock
+from .where import Where
 
 FASTMATH = ("contract", "reassoc", "nsz", "arcp")  # never nnan / ninf: isnan must keep working
 ARENA_NAME = {"float64": "a_f8", "int64": "a_i8", "bool": "a_b1"}
@@ -84,15 +88,9 @@ class Generator:
         self.p = plan.program
         self.slots = self.p.slots
         self.producer = {s.output: s for s in self.p.steps}
-        self.extents: dict[int, int] = {}      # innermost loop bounds, passed at run time
-                                               # (set by passes.run_time_extents)
         self.reads: dict[int, set[int]] = {}   # item -> base slots read
         self.writes: dict[int, set[int]] = {}  # item -> base slots written
-        self.flat: set[int] = set()            # stored slots also read through a flat view
-        self.region: RowBlock | None = None    # the row-blocked region being written
-        self.block_flat: set[int] = set()      # its blocked slots read through a flat view
-        self.local: dict[int, int] = {}        # slots living one block at a time -> block rows
-        self.temps: dict[int, int] = {}        # einsums summed over blocks -> temp size
+        self.top = Where(plan)                 # names outside row-blocked regions
 
     # -- names ---------------------------------------------------------------------------
     def describe(self, step: Step) -> str:
@@ -102,44 +100,7 @@ class Generator:
         return self.slots[i].shape == ()
 
     def base(self, i: int) -> int:
-        while i in self.plan.views:
-            i = self.plan.views[i]
-        return i
-
-    def blocked(self, i: int) -> bool:
-        """Slot ``i`` is accessed one block of rows at a time here (in a region)."""
-        return self.region is not None and i in self.region.blocked
-
-    def array(self, i: int) -> str:
-        """The array holding stored slot ``i``: ``k<i>`` (its block) in a region, else ``b<i>``."""
-        return f"k{i}" if self.blocked(i) else f"b{i}"
-
-    def size(self, i: int) -> str:
-        """The number of elements of slot ``i`` here (of its block in a region)."""
-        if not self.blocked(i):
-            return str(self.slots[i].size)
-        rest = int(np.prod(self.slots[i].shape[1:], dtype=np.int64))
-        return "nb" if rest == 1 else f"nb * {rest}"
-
-    def ref(self, i: int, m: IMap) -> Any:
-        """Element ``m`` of stored slot ``i`` as an atom (a local for scalars)."""
-        if i in self.plan.literals:
-            return literal_atom(self.plan.literals[i], self.slots[i].dtype)
-        return Scalar(f"r{i}") if self.is_scalar(i) else Load(self.array(i), m)
-
-    def ref_text(self, i: int, index: str) -> str:
-        """Source of element ``index`` of slot ``i`` (outside loop nests)."""
-        if i in self.plan.literals:
-            return literal(self.plan.literals[i], self.slots[i].dtype)
-        return f"r{i}" if self.is_scalar(i) else f"{self.array(i)}[{index}]"
-
-    def flat_view(self, i: int) -> str:
-        return f"{self.array(i)}.reshape({self.size(i)})"
-
-    def fill(self, i: int, value: Any) -> Assign:
-        lit = literal_atom(value, self.slots[i].dtype)
-        target = Scalar(f"r{i}") if self.is_scalar(i) else Text(f"{self.flat_view(i)}[:]")
-        return Assign(target, lit)
+        return self.top.base(i)
 
     def note_read(self, item: int, i: int) -> None:
         if i not in self.plan.literals:
@@ -148,25 +109,38 @@ class Generator:
     def note_write(self, item: int, i: int) -> None:
         self.writes.setdefault(item, set()).add(self.base(i))
 
+    def note(self, item: int, code: NestCode) -> None:
+        """Record what the lowered nest ``code`` of item ``item`` reads and writes."""
+        for b in code.reads:
+            self.note_read(item, b)
+        for b in code.writes:
+            self.note_write(item, b)
+
     # -- whole kernel ----------------------------------------------------------------------
     def generate(self) -> Kernel:
         body: list[Any] = []
+        flat: set[int] = set()  # stored slots also read through a flat view (NestWriter.load)
         for n, item in enumerate(self.plan.items):
             if isinstance(item, Nest):
-                body += lower_nest(self, n, item)
+                code = lower_nest(self, self.top, item)
+                self.note(n, code)
+                body += code.stmts
+                flat |= code.flat
             elif isinstance(item, RowBlock):
-                body += self.row_block(n, item)
+                stmts, region_flat = self.row_block(n, item)
+                body += stmts
+                flat |= region_flat
             else:
-                body += self.opaque(n, item.step)
+                body += self.opaque(self.top, n, item.step)
         end = len(self.plan.items)
         storage, claimed = self._claim_outputs()
         body += self._finish_outputs(end, claimed)
         # how it runs: threads for large independent loops, innermost bounds at run time
         body = list(parallel_chunks(tuple(body), self.options))
         parallel = any(isinstance(s, ParallelFor) for s, _ in walk(body))
-        ir_body, self.extents = run_time_extents(tuple(body))
+        ir_body, extents = run_time_extents(tuple(body))
         body = list(ir_body)
-        header, consts, arenas = self._header(storage, end)
+        header, consts, arenas = self._header(storage, end, extents, flat)
         p = self.p
         args = ([f"x{j}" for j in range(len(p.inputs))] + [f"o{j}" for j in range(len(p.outputs))]
                 + [f"c{n}" for n in range(len(consts))] + [ARENA_NAME[d] for d, _ in arenas])
@@ -252,8 +226,12 @@ class Generator:
                         For(Text("e"), 0, slot.size, (Line("dst[e] = src[e]"),))]
         return out
 
-    def _header(self, storage: dict[int, str], end: int) -> tuple[list[Any], list, list]:
+    def _header(self, storage: dict[int, str], end: int, extents: dict[int, int],
+                flat: set[int]) -> tuple[list[Any], list, list]:
+        """Statements binding the kernel's names: inputs, constants, the extents read at
+        run time, arena buffers, views and flat views; the constant arrays and arenas."""
         p, plan = self.p, self.plan
+        local, temps = self._region_buffers()
         lines: list[str] = []
         for j, i in enumerate(p.inputs):
             lines.append(f"r{i} = x{j}[()]" if self.is_scalar(i) else f"b{i} = x{j}")
@@ -266,10 +244,10 @@ class Generator:
                 arr = np.asarray(value, self.slots[i].dtype)
             consts.append(np.array(arr, dtype=self.slots[i].dtype, order="C", copy=True))
             lines.append(f"r{i} = c{n}[()]" if self.is_scalar(i) else f"b{i} = c{n}")
-        if self.extents:
+        if extents:
             n = len(consts)
-            consts.append(np.array(list(self.extents), dtype=np.int64))
-            lines += [f"n{v} = c{n}[{j}]" for v, j in self.extents.items()]
+            consts.append(np.array(list(extents), dtype=np.int64))
+            lines += [f"n{v} = c{n}[{j}]" for v, j in extents.items()]
         # live ranges of the arena buffers
         first: dict[int, int] = {}
         last: dict[int, int] = {}
@@ -281,12 +259,12 @@ class Generator:
                 first.setdefault(b, item)
                 last[b] = max(last.get(b, item), item)
         external = set(p.inputs) | set(plan.const_arrays)
-        buffers = [Buffer(b, self.slots[b].dtype, self._buffer_size(b), first[b], last[b])
+        buffers = [Buffer(b, self.slots[b].dtype, self._buffer_size(b, local), first[b], last[b])
                    for b in first
                    if b not in external and b not in storage and not self.is_scalar(b)]
         # the temporaries of einsums summed over row blocks (slot -1 - out), live with out
         buffers += [Buffer(-1 - o, self.slots[o].dtype, size, first[o], last[o])
-                    for o, size in self.temps.items()]
+                    for o, size in temps.items()]
         offsets, sizes = place(buffers)
         for b, expr in storage.items():
             lines.append(f"b{b} = {expr}")
@@ -294,58 +272,80 @@ class Generator:
             off = offsets[buf.slot]
             slot = buf.slot if buf.slot >= 0 else -1 - buf.slot
             shape = self.slots[slot].shape
-            if slot in self.local:  # one block of rows
-                shape = (self.local[slot],) + shape[1:]
+            if slot in local:  # one block of rows
+                shape = (local[slot],) + shape[1:]
             name = f"b{slot}" if buf.slot >= 0 else f"w{slot}"
             arena = ARENA_NAME[buf.dtype]
             lines.append(f"{name} = {arena}[{off}:{off + buf.size}].reshape({shape!r})")
         for v, src in plan.views.items():
             base = self.base(v)
-            if (base in first or base in external) and base not in self.local:
+            if (base in first or base in external) and base not in local:
                 lines.append(f"b{v} = b{src}.reshape({self.slots[v].shape!r})")
-        for i in sorted(self.flat):  # see NestWriter.load
+        for i in sorted(flat):  # see NestWriter.load
             lines.append(f"b{i}f = b{i}.reshape({self.slots[i].size})")
         arenas = [(d, max(sizes[d], 1)) for d in ARENA_NAME if d in sizes]
         return [Line(line) for line in lines], consts, arenas
 
-    def _buffer_size(self, b: int) -> int:
+    def _region_buffers(self) -> tuple[dict[int, int], dict[int, int]]:
+        """Slots living one block at a time (-> block rows), and the einsums summed over
+        row blocks (output base -> size of their temporary ``w<i>``), in item order."""
+        local: dict[int, int] = {}
+        temps: dict[int, int] = {}
+        for region in self.plan.items:
+            if not isinstance(region, RowBlock):
+                continue
+            for b in region.local:
+                local[b] = region.block
+            for sub in region.items:
+                if isinstance(sub, Opaque) and self.base(sub.step.output) in region.summed:
+                    temps[self.base(sub.step.output)] = self.slots[sub.step.output].size
+        return local, temps
+
+    def _buffer_size(self, b: int, local: dict[int, int]) -> int:
         """Arena elements of slot ``b``: one block of rows for region-local slots."""
-        if b in self.local:
-            return self.local[b] * int(np.prod(self.slots[b].shape[1:], dtype=np.int64))
+        if b in local:
+            return local[b] * int(np.prod(self.slots[b].shape[1:], dtype=np.int64))
         return self.slots[b].size
 
     # -- opaque steps and regions ------------------------------------------------------------
-    def opaque(self, item: int, step: Step) -> list[Any]:
+    def opaque(self, at: Where, item: int, step: Step) -> list[Any]:
         for i in step.inputs:
             self.note_read(item, i)
         self.note_write(item, step.output)
-        if self.region is not None and self.base(step.output) in self.region.summed:
+        if at.region is not None and self.base(step.output) in at.region.summed:
             return [Comment(f"{self.describe(step)}  (summed over row blocks)"),
-                    *summed_einsum(self, step)]
-        return [Comment(self.describe(step)), *LOWERINGS[step.primitive](self, step)]
+                    *summed_einsum(at, step)]
+        return [Comment(self.describe(step)), *LOWERINGS[step.primitive](at, step)]
 
-    def row_block(self, item: int, region: RowBlock) -> list[Any]:
-        """The loop over blocks of rows running the items of ``region`` on each block.
+    def row_block(self, item: int, region: RowBlock) -> tuple[list[Any], set[int]]:
+        """The loop over blocks of rows running the items of ``region`` on each block,
+        and the whole arrays its nests read through flat views.
 
-        Every slot the region touches is recorded as read and written by the region
-        as a whole (item ``item``): arrays carried from one block to the next (sums,
-        whole outputs) and the row-invariant inputs then stay live over all blocks.
+        The items are lowered where the region's blocked slots are its block's views
+        (:class:`~.where.Where`). Every slot the region touches is recorded as read and
+        written by the region as a whole (item ``item``): arrays carried from one block
+        to the next (sums, whole outputs) and the row-invariant inputs then stay live
+        over all blocks.
         """
         rows, block = region.rows, region.block
         shared = ", ".join(f"s{i}" for i in region.shared)
         out: list[Any] = [Comment(f"---- row blocks of {block} over axis of {rows}: "
                                   f"{shared} read once per block")]
         for t in region.inits:  # sums over the rows start before the first block
-            out.append(self.fill(t, self.plan.init[t]))
-        for b in region.local:
-            self.local[b] = block
-        self.region, self.block_flat = region, set()
+            out.append(self.top.fill(t, self.plan.init[t]))
+        at = Where(self.plan, region)
         body: list[Any] = []
+        block_flat: set[int] = set()  # blocked slots read through a flat view
+        flat: set[int] = set()        # whole arrays read through a flat view
         for sub in region.items:
             if isinstance(sub, Nest):
-                body += lower_nest(self, item, sub)
+                code = lower_nest(self, at, sub)
+                self.note(item, code)
+                body += code.stmts
+                block_flat |= {i for i in code.flat if at.blocked(i)}
+                flat |= {i for i in code.flat if not at.blocked(i)}
             else:
-                body += self.opaque(item, sub.step)
+                body += self.opaque(at, item, sub.step)
         views: list[Any] = []
         for i in sorted(region.blocked - set(self.plan.views)):
             self.note_read(item, i)
@@ -355,12 +355,11 @@ class Generator:
             if v in region.blocked:
                 shape = ("nb",) + tuple(str(n) for n in self.slots[v].shape[1:])
                 views.append(Line(f"k{v} = k{src}.reshape(({', '.join(shape)},))"))
-        for i in sorted(self.block_flat):
-            views.append(Line(f"k{i}f = k{i}.reshape({self.size(i)})"))
-        self.region = None
+        for i in sorted(block_flat):
+            views.append(Line(f"k{i}f = k{i}.reshape({at.size(i)})"))
         loop = For(Text("r0"), 0, rows, (Line(f"nb = min({block}, {rows} - r0)"), *views, *body),
                    step=block)
-        return out + [loop]
+        return out + [loop], flat
 
 
 @gc_paused

@@ -16,10 +16,7 @@ from ..program import Step
 from .kinds import CONCATENATE, CUMSUM, EINSUM, GATHER, SCATTER_ADD
 from .loop_ir import For, If, Line, Text
 from .row_blocks import matmul_form
-
-# The kernel generator (numba_codegen.Generator) calls these lowerings and is passed to
-# them as ``gen``; it is not imported here, so the two modules do not depend on each other.
-Generator = Any
+from .where import Where
 
 
 def _spec(step: Step) -> tuple[str, str, str]:
@@ -35,33 +32,33 @@ def _loops(names_extents: list[tuple[str, Any]], body: list[Any]) -> list[Any]:
     return body
 
 
-def einsum(g: Generator, step: Step) -> list[Any]:
+def einsum(at: Where, step: Step) -> list[Any]:
     a, b = step.inputs
     out = step.output
     sa, sb, so = _spec(step)
-    blas = _blas(g, a, b, sa, sb, so, out)
+    blas = _blas(at, a, b, sa, sb, so, out)
     if blas is not None:
         return blas
-    sizes = {c: n for subs, i in ((sa, a), (sb, b)) for c, n in zip(subs, g.slots[i].shape)}
+    sizes = {c: n for subs, i in ((sa, a), (sb, b)) for c, n in zip(subs, at.slots[i].shape)}
     letters = list(so) + [c for c in dict.fromkeys(sa + sb) if c not in so]
     var = {c: f"e_{c}" for c in letters}
     summed = len(letters) > len(so)
-    lines: list[Any] = [g.fill(out, 0)] if summed else []
-    ra = g.ref_text(a, ", ".join(var[c] for c in sa))
-    rb = g.ref_text(b, ", ".join(var[c] for c in sb))
+    lines: list[Any] = [at.fill(out, 0)] if summed else []
+    ra = at.ref_text(a, ", ".join(var[c] for c in sa))
+    rb = at.ref_text(b, ", ".join(var[c] for c in sb))
     op = "+=" if summed else "="
-    body = Line(f"{g.ref_text(out, ', '.join(var[c] for c in so))} {op} {ra} * {rb}")
+    body = Line(f"{at.ref_text(out, ', '.join(var[c] for c in so))} {op} {ra} * {rb}")
     return lines + _loops([(var[c], sizes[c]) for c in letters], [body])
 
 
-def _blas(g: Generator, a: int, b: int, sa: str, sb: str, so: str, out: int,
+def _blas(at: Where, a: int, b: int, sa: str, sb: str, so: str, out: int,
           target: str | None = None) -> list[Any] | None:
     """``np.dot`` on 2-D views when the contraction is one matrix product.
 
     In a row-blocked region the row axis of blocked operands counts ``nb`` rows;
     ``target`` replaces the output array (the temporary of a summed einsum).
     """
-    slots = g.slots
+    slots = at.slots
     if any(slots[i].dtype != "float64" or slots[i].shape == () or slots[i].size == 0
            for i in (a, b, out)):
         return None
@@ -71,7 +68,7 @@ def _blas(g: Generator, a: int, b: int, sa: str, sb: str, so: str, out: int,
     sizes: dict[str, Any] = {}
     for subs, i in ((sa, a), (sb, b), (so, out)):
         for n, (c, extent) in enumerate(zip(subs, slots[i].shape)):
-            if n == 0 and g.blocked(i):
+            if n == 0 and at.blocked(i):
                 sizes[c] = "nb"
             else:
                 sizes.setdefault(c, extent)
@@ -85,33 +82,32 @@ def _blas(g: Generator, a: int, b: int, sa: str, sb: str, so: str, out: int,
     nc = count(form.contracted)
     left, right = (a, b) if form.left == 0 else (b, a)
     fl, fr = form.free
-    ml = (f"{g.array(left)}.reshape(({nc}, {count(fl)})).T" if form.transposed[0]
-          else f"{g.array(left)}.reshape(({count(fl)}, {nc}))")
-    mr = (f"{g.array(right)}.reshape(({count(fr)}, {nc})).T" if form.transposed[1]
-          else f"{g.array(right)}.reshape(({nc}, {count(fr)}))")
-    dest = target or g.array(out)
+    ml = (f"{at.array(left)}.reshape(({nc}, {count(fl)})).T" if form.transposed[0]
+          else f"{at.array(left)}.reshape(({count(fl)}, {nc}))")
+    mr = (f"{at.array(right)}.reshape(({count(fr)}, {nc})).T" if form.transposed[1]
+          else f"{at.array(right)}.reshape(({nc}, {count(fr)}))")
+    dest = target or at.array(out)
     return [Line(f"np.dot({ml}, {mr}, {dest}.reshape(({count(fl)}, {count(fr)})))")]
 
 
-def summed_einsum(g: Generator, step: Step) -> list[Any]:
+def summed_einsum(at: Where, step: Step) -> list[Any]:
     """An einsum contracting the row axis, in a region: the first block's product is
     written to the output, the next ones' to a temporary added to it."""
     a, b = step.inputs
     out = step.output
     sa, sb, so = _spec(step)
-    size = g.slots[out].size
-    g.temps[g.base(out)] = size
-    first = _blas(g, a, b, sa, sb, so, out)
-    later = _blas(g, a, b, sa, sb, so, out, target=f"w{g.base(out)}")
+    size = at.slots[out].size
+    first = _blas(at, a, b, sa, sb, so, out)
+    later = _blas(at, a, b, sa, sb, so, out, target=f"w{at.base(out)}")
     assert first is not None and later is not None  # the planner checked matmul_form
-    add = [Line(f"acc = b{out}.reshape({size})"), Line(f"add = w{g.base(out)}.reshape({size})"),
+    add = [Line(f"acc = b{out}.reshape({size})"), Line(f"add = w{at.base(out)}.reshape({size})"),
            For(Text("e"), 0, size, (Line("acc[e] += add[e]"),))]
     return [If(Text("r0 == 0"), tuple(first), tuple(later + add))]
 
 
-def _three(g: Generator, i: int, axis: int) -> str:
+def _three(at: Where, i: int, axis: int) -> str:
     """Slot ``i`` viewed as ``(before axis, axis, after axis)``."""
-    shape = g.slots[i].shape
+    shape = at.slots[i].shape
     a = int(np.prod(shape[:axis], dtype=np.int64))
     b = int(np.prod(shape[axis + 1:], dtype=np.int64))
     return f"b{i}.reshape(({a}, {shape[axis]}, {b}))"
@@ -127,46 +123,46 @@ def _indexed_loops(A: int, m: int, B: int, ix: str, n: int, what: str, body: str
     return _loops([("e0", A), ("e1", m)], inner)
 
 
-def gather(g: Generator, step: Step) -> list[Any]:
+def gather(at: Where, step: Step) -> list[Any]:
     x, idx = step.inputs
     axis, out = step.kwargs["axis"], step.output
-    xs = g.slots[x].shape
+    xs = at.slots[x].shape
     n = xs[axis]
-    m = max(g.slots[idx].size, 1)
+    m = max(at.slots[idx].size, 1)
     A = int(np.prod(xs[:axis], dtype=np.int64))
     B = int(np.prod(xs[axis + 1:], dtype=np.int64))
-    ix = f"r{idx}" if g.is_scalar(idx) else "ig[e1]"
-    dst = f"r{out}" if g.is_scalar(out) else "og[e0, e1, e2]"
-    lines: list[Any] = [Line(f"xg = {_three(g, x, axis)}")]
-    if not g.is_scalar(idx):
-        lines.append(Line(f"ig = {g.flat_view(idx)}"))
-    if not g.is_scalar(out):
+    ix = f"r{idx}" if at.is_scalar(idx) else "ig[e1]"
+    dst = f"r{out}" if at.is_scalar(out) else "og[e0, e1, e2]"
+    lines: list[Any] = [Line(f"xg = {_three(at, x, axis)}")]
+    if not at.is_scalar(idx):
+        lines.append(Line(f"ig = {at.flat_view(idx)}"))
+    if not at.is_scalar(out):
         lines.append(Line(f"og = b{out}.reshape(({A}, {m}, {B}))"))
     return lines + _indexed_loops(A, m, B, ix, n, "gather", f"{dst} = xg[e0, j, e2]")
 
 
-def scatter_add(g: Generator, step: Step) -> list[Any]:
+def scatter_add(at: Where, step: Step) -> list[Any]:
     y, idx = step.inputs
     axis, out = step.kwargs["axis"], step.output
-    zs = g.slots[out].shape
+    zs = at.slots[out].shape
     n = zs[axis]
     A = int(np.prod(zs[:axis], dtype=np.int64))
     B = int(np.prod(zs[axis + 1:], dtype=np.int64))
-    m = max(g.slots[idx].size, 1)
-    ix = f"r{idx}" if g.is_scalar(idx) else "ig[e1]"
-    src = f"r{y}" if g.is_scalar(y) else "yg[e0, e1, e2]"
-    lines: list[Any] = [g.fill(out, 0), Line(f"og = b{out}.reshape(({A}, {n}, {B}))")]
-    if not g.is_scalar(y):
+    m = max(at.slots[idx].size, 1)
+    ix = f"r{idx}" if at.is_scalar(idx) else "ig[e1]"
+    src = f"r{y}" if at.is_scalar(y) else "yg[e0, e1, e2]"
+    lines: list[Any] = [at.fill(out, 0), Line(f"og = b{out}.reshape(({A}, {n}, {B}))")]
+    if not at.is_scalar(y):
         lines.append(Line(f"yg = b{y}.reshape(({A}, {m}, {B}))"))
-    if not g.is_scalar(idx):
-        lines.append(Line(f"ig = {g.flat_view(idx)}"))
+    if not at.is_scalar(idx):
+        lines.append(Line(f"ig = {at.flat_view(idx)}"))
     return lines + _indexed_loops(A, m, B, ix, n, "scatter_add", f"og[e0, j, e2] += {src}")
 
 
-def cumsum(g: Generator, step: Step) -> list[Any]:
+def cumsum(at: Where, step: Step) -> list[Any]:
     (x,), out = step.inputs, step.output
     axis, reverse = step.kwargs["axis"], step.kwargs["reverse"]
-    shape = g.slots[x].shape
+    shape = at.slots[x].shape
     n = shape[axis]
     A = int(np.prod(shape[:axis], dtype=np.int64))
     B = int(np.prod(shape[axis + 1:], dtype=np.int64))
@@ -176,19 +172,19 @@ def cumsum(g: Generator, step: Step) -> list[Any]:
               (Line(f"og[e0, e1, e2] = og[e0, {prev}, e2] + xg[e0, e1, e2]"),))
     along = (For(Text("e1"), Text(f"{n} - 1"), -1, (For(Text("e2"), 0, B, (body,)),), step=-1)
              if reverse else For(Text("e1"), 0, n, (For(Text("e2"), 0, B, (body,)),)))
-    return [Line(f"xg = {_three(g, x, axis)}"), Line(f"og = {_three(g, out, axis)}"),
+    return [Line(f"xg = {_three(at, x, axis)}"), Line(f"og = {_three(at, out, axis)}"),
             For(Text("e0"), 0, A, (along,))]
 
 
-def concatenate(g: Generator, step: Step) -> list[Any]:
+def concatenate(at: Where, step: Step) -> list[Any]:
     axis, out = step.kwargs["axis"], step.output
-    lines: list[Any] = [Line(f"og = {_three(g, out, axis)}")]
+    lines: list[Any] = [Line(f"og = {_three(at, out, axis)}")]
     start = 0
     for i in step.inputs:
-        shape = g.slots[i].shape
+        shape = at.slots[i].shape
         A = int(np.prod(shape[:axis], dtype=np.int64))
         B = int(np.prod(shape[axis + 1:], dtype=np.int64))
-        lines.append(Line(f"xg = {_three(g, i, axis)}"))
+        lines.append(Line(f"xg = {_three(at, i, axis)}"))
         lines += _loops([("e0", A), ("e1", shape[axis]), ("e2", B)],
                         [Line(f"og[e0, e1 + {start}, e2] = xg[e0, e1, e2]")])
         start += shape[axis]

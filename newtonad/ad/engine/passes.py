@@ -5,6 +5,8 @@ from the :class:`~.options.LoweringOptions` and the IR alone, and never touch th
 generator's state:
 
 - :func:`under` puts a nest's placed statements under a condition (the edges of stencils);
+- :func:`write_out_columns` writes the short innermost axis of a nest (the k columns of
+  a small frame, a :class:`~.loop_ir.Columns` template) out column by column;
 - :func:`drop_dead` drops the temporaries nothing reads (on a nest's placed statements);
 - :func:`parallel_chunks` runs the outermost loop of a :class:`~.loop_ir.Threadable`
   nest on all threads where that pays off, and writes it serial elsewhere;
@@ -17,25 +19,36 @@ that order (a loop run on threads keeps its literal bounds).
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from typing import Any, Callable
 
 from .loop_ir import (
+    Apply,
     Assign,
+    Columns,
     Comment,
+    FlatLoad,
     For,
     ForIn,
     Guard,
     If,
+    Lit,
+    Load,
     LoopVar,
+    Mul,
     ParallelFor,
     Placed,
     Private,
     Reduce,
     Scalar,
+    Sum,
     Threadable,
     Var,
     atoms,
+    code_lines,
     guard_depth,
+    placed_local,
+    slot_temp,
 )
 from .options import LoweringOptions
 
@@ -58,6 +71,133 @@ def under(placed: list[Placed], guard: Guard, levels: int) -> list[Placed]:
     variables exist (and no deeper than the ``levels`` loops written)."""
     return [Placed(min(max(p.depth, guard_depth(guard)), levels), p.stmts, guard, p.after)
             for p in placed]
+
+
+# ---- columns written out ----------------------------------------------------------------------
+
+def write_out_columns(placed: list[Any], options: LoweringOptions) -> list[Any]:
+    """``placed`` with each :class:`~.loop_ir.Columns` template written out column by column.
+
+    A short innermost loop (the k columns of a small frame) is the one LLVM would
+    vectorise, and it has too few iterations to gain from that, while the work done
+    once per element outside it (the primal, the single cotangent, their sqrt and
+    div) runs scalar. Written out column by column, the next loop out (a spatial
+    axis) becomes innermost and is vectorised, column work included.
+
+    Each column starts with a comment ``# i<var> = <c>``, then a copy of the template
+    with ``i<var>`` replaced by ``c`` in every index map and its locals renamed as the
+    nest writer names them (:class:`~.loop_ir.Var`), so columns share no local. A
+    common subexpression that depends on no column (:attr:`~.loop_ir.Placed.common`)
+    is computed once, with the first column. ``placed`` is returned unchanged (the
+    columns stay a template) when a template has more than ``options.unroll`` columns
+    or the statements written out would exceed ``options.unroll_statements`` lines.
+    """
+    out: list[Placed] = []
+    uses: Counter[int] = Counter()  # computations of each slot so far (its temporaries)
+    for p in placed:
+        if not isinstance(p, Columns):
+            uses.update(v.slot for v in _defined(p) if v.slot is not None)
+            out.append(p)
+        elif p.stop - p.start > options.unroll:
+            return placed
+        else:
+            _write_out(p, out, uses)
+    if sum(code_lines(p.stmts) for p in out) > options.unroll_statements:
+        return placed
+    return out
+
+
+def _write_out(cols: Columns, out: list[Placed], uses: Counter[int]) -> None:
+    """Append the columns of ``cols`` to ``out`` (see :func:`write_out_columns`)."""
+    once: dict[Var, Var] = {}    # locals of statements written with the first column only
+    per_column: set[Var] = set()  # template locals assigned in every column
+    for c in range(cols.start, cols.stop):
+        out.append(Placed(cols.var, [Comment(f"i{cols.var} = {c}")]))
+        names = dict(once)
+        for p in cols.template:
+            shared = p.common and not _reads_column(p, cols.var, per_column)
+            if shared and c != cols.start:
+                continue
+            for v in _defined(p):
+                if v.slot is not None:
+                    new = slot_temp(v.slot, uses[v.slot])
+                    uses[v.slot] += 1
+                else:
+                    new = placed_local(v.stem, len(out)) if v.stem else v
+                names[v] = new
+                if shared:
+                    once[v] = new
+                else:
+                    per_column.add(v)
+
+            def atom(a: Any, c: int = c, names: dict[Var, Var] = names) -> Any:
+                return _column_atom(a, cols.var, c, names)
+
+            out.append(Placed(p.depth, [_map_stmt(s, atom) for s in p.stmts], p.guard,
+                              p.after))
+
+
+def _defined(p: Placed) -> list[Var]:
+    """The locals ``p`` assigns (``=``)."""
+    return [s.target for s in p.stmts
+            if isinstance(s, Assign) and s.op == "=" and isinstance(s.target, Var)]
+
+
+def _reads_column(p: Placed, var: int, per_column: set[Var]) -> bool:
+    """Does ``p`` read loop variable ``var`` or a local assigned in every column?"""
+    found = False
+
+    def look(a: Any) -> Any:
+        nonlocal found
+        if isinstance(a, Var):
+            found = found or a in per_column
+        elif isinstance(a, LoopVar):
+            found = found or a.n == var
+        elif isinstance(a, Load):
+            found = found or any(d[0] == var for d in a.index)
+        elif isinstance(a, FlatLoad):
+            found = found or any(d[0] == var for d, _ in a.terms)
+        return a
+
+    for s in p.stmts:
+        _map_stmt(s, look)
+    return found
+
+
+def _column_atom(a: Any, var: int, c: int, names: dict[Var, Var]) -> Any:
+    """Atom ``a`` in column ``c``: ``i<var>`` replaced by ``c``, locals renamed."""
+    def fix(d: Any) -> Any:
+        v, scale, off = d
+        return (None, 0, scale * c + off) if v == var else d
+
+    if isinstance(a, Var):
+        return names.get(a, a)
+    if isinstance(a, LoopVar) and a.n == var:
+        return Lit(str(c), True)
+    if isinstance(a, Load):
+        return Load(a.array, tuple(fix(d) for d in a.index))
+    if isinstance(a, FlatLoad):
+        return FlatLoad(a.array, tuple((fix(d), stride) for d, stride in a.terms))
+    return a
+
+
+def _map_stmt(s: Any, f: Callable[[Any], Any]) -> Any:
+    """Flat statement ``s`` with ``f`` applied to every atom it reads or writes."""
+    if isinstance(s, (Assign, Reduce)):
+        return dataclasses.replace(s, target=_map_expr(s.target, f), value=_map_expr(s.value, f))
+    if isinstance(s, Comment):
+        return s
+    raise TypeError(f"not a flat statement of a nest: {s!r}")
+
+
+def _map_expr(e: Any, f: Callable[[Any], Any]) -> Any:
+    if isinstance(e, Apply):
+        return dataclasses.replace(e, args=tuple(f(a) for a in e.args))
+    if isinstance(e, Mul):
+        return Mul(f(e.a), f(e.b))
+    if isinstance(e, Sum):
+        return Sum(tuple(f(t) for t in e.terms), e.zero)
+    return f(e)
 
 
 # ---- dead temporaries --------------------------------------------------------------------------
@@ -164,7 +304,7 @@ def run_time_extents(body: Stmts) -> tuple[Stmts, dict[int, int]]:
     scalar; a bound it cannot see keeps the loop vectorizer in play. (The start stays
     a literal: LLVM then proves shifted indices non-negative and drops numba's
     wraparound selects. Columns few enough to be written out in the source never form
-    a loop: see :func:`.nest_lowering.unrolled_axis`.)
+    a loop: see :func:`write_out_columns`.)
     """
     extents: dict[int, int] = {}
 
@@ -180,5 +320,5 @@ def run_time_extents(body: Stmts) -> tuple[Stmts, dict[int, int]]:
     return run(tuple(body)), extents
 
 
-__all__ = ["under", "drop_dead", "parallel_chunks", "parallel_chunking", "worth_threads",
-           "run_time_extents"]
+__all__ = ["under", "write_out_columns", "drop_dead", "parallel_chunks", "parallel_chunking",
+           "worth_threads", "run_time_extents"]
