@@ -18,7 +18,12 @@ and ``linearize_hessp`` in scipy's calling conventions. It remembers the last po
 
 What is known at the current point (value, gradient, linearisations) is one record,
 replaced as a whole when x changes, as in scipy's ``ScalarFunction``. Points are compared
-by value, so scipy's copies of ``x`` still hit the cache.
+by value, so scipy's copies of ``x`` still hit the cache, and a caller that changes its
+``x`` in place gets a new point. Gradients are handed out as arrays the caller owns and
+may write into. Under the compiled engines, at a new point of more than 2048 entries the
+value-and-gradient kernel itself writes the record's copy of x and the gradient twice
+(one for the record, one for the first caller), in the loops that read x and write the
+gradient: no pass over memory before or after it (issue 13, item 6).
 The counters ``nfev``, ``njev`` and ``nhev`` count what was really computed.
 """
 
