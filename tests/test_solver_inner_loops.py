@@ -100,6 +100,10 @@ def test_lanczos_step_line_dots_combine_rows_along(n):
     h = np.array([0.5, -1.0, 2.0])
     out = linalg.combine_rows(h, rows, np.empty(n))
     assert_close(out, h @ rows[:3], 1e-13, 1e-13)
+    vectors = scratch.Rows(5, n)
+    for j in range(4):
+        vectors[j][:] = rows[j]
+    assert_close(linalg.combine_rows(h, vectors, np.empty(n)), h @ rows[:3], 1e-13, 1e-13)
     assert_close(linalg.along(z, -0.3, d, np.empty(n)), z - 0.3 * d, 1e-15, 1e-15)
 
 
@@ -146,9 +150,23 @@ def test_workspace_holding_too_much_is_not_kept():
     scratch.give_back(big)
     assert not scratch._pool
     rows = scratch.Workspace()
-    rows.rows("path", 10_000, 1_000)  # 80 MB reserved, untouched: kept
-    rows.note_rows("path", 3)
+    path = rows.rows("path", 10_000, 1_000)  # vectors made as they are used
+    path[2]
     assert rows.touched_bytes == 3 * 1_000 * 8
+    assert rows.rows("path", 10_000, 1_000) is path
     scratch.give_back(rows)
     assert scratch._pool == [rows]
     assert scratch.borrow() is rows and not scratch._pool
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_first_cg_iteration_equals_the_one_from_zero_and_a_copy_bit_for_bit(n):
+    """The first iteration writes z = alpha d and r = g + alpha H d without zeroing z or
+    copying g first, and gets the very numbers cg_update gets from z = 0, r = g."""
+    d, bd, g = _vectors(n, 3, seed=5)
+    z, r = np.full(n, np.nan), np.full(n, np.nan)  # whatever a reused buffer held
+    got = linalg._cg_iterate(0.37, d, bd, z, r, g, True, True)
+    z0, r0 = np.zeros(n), g.copy()
+    expected = linalg.cg_update(0.37, d, bd, z0, r0, l1=True)
+    assert got == expected
+    assert np.array_equal(z, z0) and np.array_equal(r, r0)

@@ -104,11 +104,10 @@ class GLTRSubproblem(QuadraticModel):
         # needs more than n steps to reach a small residual: allow 2 n, as
         # scipy's trlib wrapper does (its itmax)
         self._maxdim = max(1, min(2 * n, BASIS_MEMORY // (8 * n)))
-        # Room for the largest subspace at once (untouched rows cost no memory), kept in
-        # the driver's workspace for the next point's model: growing the basis by copies
-        # and faulting in a new one at every point cost more than the products at n = 65536
+        # The basis vectors are kept in the driver's workspace for the next point's model
+        # (and the next run's): growing the basis by copies and faulting in a new one at
+        # every point cost more than the products at n = 65536
         self._basis = self.workspace.rows("gltr-basis", self._maxdim, n)
-        self.workspace.note_rows("gltr-basis", 1)
         cap = self._maxdim
         self._diag = np.empty(cap)
         self._off = np.empty(cap)
@@ -151,7 +150,6 @@ class GLTRSubproblem(QuadraticModel):
         if self._exhausted or j >= self._maxdim or self.out_of_time():
             return False
         np.multiply(self._w, 1.0 / self._off[j - 1], out=self._basis[j])
-        self.workspace.note_rows("gltr-basis", j + 1)
         return self._lanczos_step()
 
     def _cg_advance(self, radius: float) -> bool:
@@ -250,8 +248,8 @@ class GLTRSubproblem(QuadraticModel):
     def _combination(self, h: np.ndarray) -> np.ndarray:
         """``h @ Q_k``: the step from its coordinates in the Lanczos basis.
 
-        One serial compiled call, row by row (not a threaded BLAS ``dgemv``: see
-        :mod:`.linalg`); the traffic is the same, ``k n`` reads. The step lives in the
-        driver's workspace (see :class:`~.trust_region.QuadraticModel`).
+        Large vectors: serial compiled loops, row by row (not a threaded BLAS
+        ``dgemv``: see :mod:`.linalg`); the traffic is the same, ``k n`` reads. The step
+        lives in the driver's workspace (see :class:`~.trust_region.QuadraticModel`).
         """
         return combine_rows(h, self._basis, self._vector("gltr-step"))

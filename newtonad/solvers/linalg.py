@@ -15,13 +15,12 @@ median and 1.2 ms on average, and trust-ncg on minimal-surface spent 160 ms per
 Hessian-vector product (0.19 ms in the product itself) until its loop stopped
 calling threaded BLAS.
 
-One CG or Lanczos iteration's vector work is one function call
-(:func:`truncated_cg_step`, :func:`steihaug_step`, :func:`lanczos_step`): for large
-vectors one compiled call making the dot product, the updates and the next direction
-in the fewest passes over memory the recurrence allows; for small ones the same BLAS
-calls as the separate kernels (measured here: 60-130 ns each, while a compiled call
-taking six arrays and returning a tuple costs about 0.9 µs), so small iterates are
-those of the separate kernels bit for bit, large ones to rounding.
+One CG or Lanczos iteration's vector work is one function
+(:func:`truncated_cg_step`, :func:`steihaug_step`, :func:`lanczos_step`) making the
+calls the separate kernels made, so the iterates are theirs bit for bit at every
+size, and the first CG iteration starts from ``z = 0``, ``r = g`` without a pass
+zeroing ``z`` or copying ``g``. (At small sizes the BLAS calls cost 60-130 ns each; a
+compiled call taking six arrays and returning a tuple costs about 0.9 µs.)
 """
 
 from __future__ import annotations
@@ -198,21 +197,16 @@ def lanczos_orthogonalise(w: np.ndarray, delta: float, q: np.ndarray, gamma: flo
 
 
 # ---- one iteration per call --------------------------------------------------------------------
-# A fused kernel is compiled without fastmath and calls the fastmath loops above for its
-# sums: with "reassoc" on the whole kernel LLVM rewrote (rr_new / rr) * d[i] as
-# rr_new * d[i] / rr. Inlined, a sum may still be grouped differently from the separate
-# loop's (measured: equal in the last bit on some vectors, not on others), so large
-# iterates agree with the unfused loops' to rounding, not bit for bit.
+# Large vectors: the serial loops above, called one after the other with the scalar work
+# between them in Python, exactly as the separate kernels were. Fusing them into one
+# compiled function that calls them was tried and dropped: the inlined sums were grouped
+# differently depending on whether the called loop had been compiled in the process or
+# loaded from numba's cache, so iterates changed in the last bit from run to run; and
+# with "reassoc" on the whole function LLVM rewrote (rr_new / rr) * d[i] as
+# rr_new * d[i] / rr. A call costs about 0.5 µs, a pass over 65536 entries 7-20 µs.
 
 #: outcomes of :func:`steihaug_step`
 CONTINUE, NOT_POSITIVE, OUTSIDE, CONVERGED = 0, 1, 2, 3
-
-# the fastmath loops the fused kernels call, set by _compiled_step before they compile
-_dot_jit: Any = None
-_update_jit: Any = None
-_first_update_jit: Any = None
-_lanczos_jit: Any = None
-_direction_jit: Any = None  # compiled without fastmath, as the kernels
 
 
 def _first_update_loop(alpha: float, d: np.ndarray, hd: np.ndarray, g: np.ndarray,
@@ -229,23 +223,19 @@ def _first_update_loop(alpha: float, d: np.ndarray, hd: np.ndarray, g: np.ndarra
     return rr, r1
 
 
-def _direction(beta: float, d: np.ndarray, r: np.ndarray, out: np.ndarray) -> None:
-    for i in range(d.size):
-        out[i] = beta * d[i] - r[i]
-
-
-def _truncated_cg_loop(d: np.ndarray, bd: np.ndarray, z: np.ndarray, r: np.ndarray,
-                       g: np.ndarray, rr: float, first: bool) -> tuple[float, float, float]:
-    curv = _dot_jit(d, bd)
-    if not (curv > 0.0 and curv < math.inf):
-        return curv, math.nan, math.nan
-    alpha = rr / curv
+def _cg_iterate(alpha: float, d: np.ndarray, bd: np.ndarray, z: np.ndarray, r: np.ndarray,
+                g: np.ndarray, first: bool, l1: bool) -> tuple[float, float]:
+    """``z += α d``, ``r += α H d`` (``first``: from ``z = 0``, ``r = g``): ``r @ r``,
+    ``sum(|r|)`` (nan unless ``l1`` or large)."""
+    if d.size >= SERIAL_FROM:
+        if first:
+            rr, r1 = _compiled(_first_update_loop)(alpha, d, bd, g, z, r)
+            return float(rr), float(r1)
+        return cg_update(alpha, d, bd, z, r)
     if first:
-        rr_new, r1 = _first_update_jit(alpha, d, bd, g, z, r)
-    else:
-        rr_new, r1 = _update_jit(alpha, d, bd, z, r)
-    _direction_jit(rr_new / rr, d, r, d)
-    return curv, rr_new, r1
+        z.fill(0.0)
+        np.copyto(r, g)
+    return cg_update(alpha, d, bd, z, r, l1=l1)
 
 
 def truncated_cg_step(d: np.ndarray, bd: np.ndarray, z: np.ndarray, r: np.ndarray,
@@ -262,39 +252,12 @@ def truncated_cg_step(d: np.ndarray, bd: np.ndarray, z: np.ndarray, r: np.ndarra
         ``d @ H d`` and, after the update, ``r @ r`` and ``sum(|r|)`` (nan when ``curv``
         is not positive and finite: then nothing was updated).
     """
-    if d.size >= SERIAL_FROM:
-        return _compiled_step(_truncated_cg_loop)(d, bd, z, r, g, rr, first)
-    curv = float(_ddot(d, bd))
+    curv = dot(d, bd)
     if not (curv > 0.0 and curv < math.inf):
         return curv, math.nan, math.nan
-    alpha = rr / curv
-    if first:
-        z.fill(0.0)
-        np.copyto(r, g)
-    rr_new, r1 = cg_update(alpha, d, bd, z, r, l1=True)
+    rr_new, r1 = _cg_iterate(rr / curv, d, bd, z, r, g, first, True)
     scal_sub(rr_new / rr, d, r)
     return curv, rr_new, r1
-
-
-def _steihaug_loop(d: np.ndarray, bd: np.ndarray, z: np.ndarray, r: np.ndarray,
-                   g: np.ndarray, d_next: np.ndarray, rr: float, zz: float, zd: float,
-                   dd: float, r2: float, tol2: float, first: bool
-                   ) -> tuple[int, float, float, float, float]:
-    curv = _dot_jit(d, bd)
-    if not (curv > 0.0 and curv < math.inf):  # nan and inf too: the caller tells them apart
-        return NOT_POSITIVE, curv, 0.0, 0.0, 0.0
-    alpha = rr / curv
-    end_sq = zz + alpha * (2.0 * zd + alpha * dd)
-    if end_sq >= r2:
-        return OUTSIDE, curv, alpha, end_sq, 0.0
-    if first:
-        rr_new = _first_update_jit(alpha, d, bd, g, z, r)[0]
-    else:
-        rr_new = _update_jit(alpha, d, bd, z, r)[0]
-    if rr_new <= tol2:
-        return CONVERGED, curv, alpha, end_sq, rr_new
-    _direction_jit(rr_new / rr, d, r, d_next)
-    return CONTINUE, curv, alpha, end_sq, rr_new
 
 
 def steihaug_step(d: np.ndarray, bd: np.ndarray, z: np.ndarray, r: np.ndarray,
@@ -316,30 +279,18 @@ def steihaug_step(d: np.ndarray, bd: np.ndarray, z: np.ndarray, r: np.ndarray,
     curv, alpha, end_sq, rr_new : float
         As far as computed (0 beyond).
     """
-    if d.size >= SERIAL_FROM:
-        return _compiled_step(_steihaug_loop)(d, bd, z, r, g, d_next, rr, zz, zd, dd, r2,
-                                              tol2, first)
-    curv = float(_ddot(d, bd))
+    curv = dot(d, bd)
     if not (curv > 0.0 and curv < math.inf):
         return NOT_POSITIVE, curv, 0.0, 0.0, 0.0
     alpha = rr / curv
     end_sq = zz + alpha * (2.0 * zd + alpha * dd)
     if end_sq >= r2:
         return OUTSIDE, curv, alpha, end_sq, 0.0
-    if first:
-        z.fill(0.0)
-        np.copyto(r, g)
-    rr_new = cg_update(alpha, d, bd, z, r)[0]
+    rr_new = _cg_iterate(alpha, d, bd, z, r, g, first, False)[0]
     if rr_new <= tol2:
         return CONVERGED, curv, alpha, end_sq, rr_new
     scal_sub(rr_new / rr, d, r, out=d_next)
     return CONTINUE, curv, alpha, end_sq, rr_new
-
-
-def _lanczos_step_loop(q: np.ndarray, w: np.ndarray, q_prev: np.ndarray,
-                       gamma: float) -> tuple[float, float]:
-    delta = _dot_jit(q, w)
-    return delta, _lanczos_jit(w, delta, q, gamma, q_prev)
 
 
 def lanczos_step(q: np.ndarray, w: np.ndarray, q_prev: Any, gamma: float
@@ -348,39 +299,32 @@ def lanczos_step(q: np.ndarray, w: np.ndarray, q_prev: Any, gamma: float
 
     ``q_prev`` None (the first step): ``w -= δ q``. Returns ``δ`` and ``w @ w``.
     """
-    if w.size < SERIAL_FROM:
-        delta = float(_ddot(q, w))
-        return delta, lanczos_orthogonalise(w, delta, q, gamma, q_prev)
-    if q_prev is None:
-        q_prev, gamma = q, 0.0
-    return _compiled_step(_lanczos_step_loop)(q, w, q_prev, gamma)
-
-
-def _line_dots_loop(z: np.ndarray, d: np.ndarray) -> tuple[float, float, float]:
-    return _dot_jit(z, z), _dot_jit(z, d), _dot_jit(d, d)
+    delta = dot(q, w)
+    return delta, lanczos_orthogonalise(w, delta, q, gamma, q_prev)
 
 
 def line_dots(z: np.ndarray, d: np.ndarray) -> tuple[float, float, float]:
-    """``z @ z``, ``z @ d`` and ``d @ d`` (one call)."""
-    if z.size < SERIAL_FROM:
-        return float(_ddot(z, z)), float(_ddot(z, d)), float(_ddot(d, d))
-    return _compiled_step(_line_dots_loop)(z, d)
+    """``z @ z``, ``z @ d`` and ``d @ d``."""
+    return dot(z, z), dot(z, d), dot(d, d)
 
 
-def _combine_rows_loop(h: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
-    for i in range(out.size):
-        out[i] = 0.0
-    for j in range(h.size):  # row by row, the order of a sequence of axpys
-        hj = h[j]
-        for i in range(out.size):
-            out[i] += hj * rows[j, i]
+def _scaled_loop(a: float, x: np.ndarray, out: np.ndarray) -> None:
+    for i in range(x.size):
+        out[i] = a * x[i]
 
 
-def combine_rows(h: np.ndarray, rows: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """``out = h @ rows[:h.size]`` (large: serially, row by row); returns ``out``."""
+def combine_rows(h: np.ndarray, rows: Any, out: np.ndarray) -> np.ndarray:
+    """``out = h @ rows[:h.size]`` for a 2-D array or a :class:`~.scratch.Rows` of
+    vectors (large: serially, row by row, as a sequence of axpys from 0); returns
+    ``out``."""
+    k = h.size
     if out.size < SERIAL_FROM:
-        return np.matmul(h, rows[: h.size], out=out)
-    _compiled_step(_combine_rows_loop)(h, rows, out)
+        block = rows[:k] if isinstance(rows, np.ndarray) else rows.stacked(k)
+        return np.matmul(h, block, out=out)
+    _compiled(_scaled_loop)(float(h[0]), rows[0], out)  # 0 + h0 q0, without zeroing out
+    axpy_loop = _compiled(_axpy_loop)
+    for j in range(1, k):
+        axpy_loop(float(h[j]), rows[j], out)
     return out
 
 
@@ -395,19 +339,5 @@ def along(z: np.ndarray, t: float, d: np.ndarray, out: np.ndarray) -> np.ndarray
         np.copyto(out, z)
         _daxpy(d, out, a=t)
         return out
-    _compiled_step(_along_loop)(z, t, d, out)
+    _compiled(_along_loop)(z, t, d, out)
     return out
-
-
-@functools.cache
-def _compiled_step(loop: Callable) -> Callable:
-    import numba
-
-    global _dot_jit, _update_jit, _first_update_jit, _lanczos_jit, _direction_jit
-    _dot_jit, _update_jit = _compiled(_dot_loop), _compiled(_cg_update_loop)
-    _first_update_jit, _lanczos_jit = _compiled(_first_update_loop), _compiled(_lanczos_loop)
-    # no fastmath (see above); error_model "numpy": a division by zero gives inf or nan,
-    # not an exception (the callers test the results for finiteness)
-    plain = numba.njit(cache=True, nogil=True, error_model="numpy")
-    _direction_jit = _direction_jit or plain(_direction)
-    return plain(loop)

@@ -13,6 +13,14 @@ repeated solves of one size touch no new memory either.
 
 Arrays from a workspace belong to whoever asked last: a solver that hands one out (a
 step returned by ``solve``) documents how long it stays valid.
+
+Sequences of vectors (Steihaug's recorded directions, the Lanczos basis) are separate
+1-D arrays made as they are first asked for (:class:`Rows`), not rows of one large
+2-D buffer: on this machine a product whose input was a row of a reserved
+(512, 65538) buffer took 0.75 ms inside trust-ncg and trust-krylov on DIXMAAN where
+the same product of a separate vector took 0.2-0.3 ms (not reproduced outside the
+solver loop; not explained -- the large buffer is NumPy's transparent-huge-page
+candidate, the vectors are not).
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["Workspace", "borrow", "give_back", "KEEP_BYTES", "POOL_SIZE"]
+__all__ = ["Workspace", "Rows", "borrow", "give_back", "KEEP_BYTES", "POOL_SIZE"]
 
 #: a workspace that has touched more memory than this is dropped after its run
 KEEP_BYTES = 64 * 2**20
@@ -30,17 +38,47 @@ KEEP_BYTES = 64 * 2**20
 POOL_SIZE = 2
 
 
+class Rows:
+    """Up to ``count`` float64 vectors of length ``n``, each made when first indexed."""
+
+    def __init__(self, count: int, n: int) -> None:
+        self.count = count
+        self.n = n
+        self._made: list[np.ndarray] = []
+
+    def __getitem__(self, j: int) -> np.ndarray:
+        made = self._made
+        if j < len(made):
+            return made[j]
+        if not 0 <= j < self.count:
+            raise IndexError(f"row {j} of {self.count}")
+        while len(made) <= j:
+            made.append(np.empty(self.n))
+        return made[j]
+
+    def __len__(self) -> int:
+        return self.count
+
+    def stacked(self, k: int) -> np.ndarray:
+        """The first ``k`` rows as one ``(k, n)`` array (a copy)."""
+        return np.array([self[j] for j in range(k)]) if k else np.empty((0, self.n))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the rows made so far."""
+        return len(self._made) * self.n * 8
+
+
 class Workspace:
     """Named float64 buffers, made on first request and handed out again after.
 
-    ``vector(name, n)`` is an ``(n,)`` array; ``rows(name, count, n)`` a ``(count, n)``
-    array whose rows are touched only as they are used (:meth:`note_rows` records how
-    many were, for :attr:`touched_bytes`).
+    ``vector(name, n)`` is an ``(n,)`` array; ``rows(name, count, n)`` a :class:`Rows`
+    of ``count`` vectors, made as they are used.
     """
 
     def __init__(self) -> None:
         self._arrays: dict[str, np.ndarray] = {}
-        self._rows_used: dict[str, int] = {}
+        self._rows: dict[str, Rows] = {}
 
     def vector(self, name: str, n: int) -> np.ndarray:
         """The buffer ``name`` of shape ``(n,)`` (contents left from its last use)."""
@@ -49,30 +87,19 @@ class Workspace:
             a = self._arrays[name] = np.empty(n)
         return a
 
-    def rows(self, name: str, count: int, n: int) -> np.ndarray:
-        """The buffer ``name`` of shape ``(count, n)``; call :meth:`note_rows` as rows
-        get written."""
-        a = self._arrays.get(name)
-        if a is None or a.shape != (count, n):
-            a = self._arrays[name] = np.empty((count, n))
-            self._rows_used[name] = 0
-        return a
-
-    def note_rows(self, name: str, used: int) -> None:
-        """Record that the first ``used`` rows of ``rows(name, ...)`` have been written."""
-        if used > self._rows_used.get(name, 0):
-            self._rows_used[name] = used
+    def rows(self, name: str, count: int, n: int) -> Rows:
+        """The vectors ``name``: up to ``count`` of length ``n`` (those made before kept)."""
+        r = self._rows.get(name)
+        if r is None or r.n != n:
+            r = self._rows[name] = Rows(count, n)
+        r.count = count
+        return r
 
     @property
     def touched_bytes(self) -> int:
-        """Bytes of the buffers' memory that has been written (resident)."""
-        total = 0
-        for name, a in self._arrays.items():
-            if a.ndim == 2:
-                total += self._rows_used.get(name, a.shape[0]) * a.shape[1] * 8
-            else:
-                total += a.nbytes
-        return total
+        """Bytes of the buffers made so far."""
+        return (sum(a.nbytes for a in self._arrays.values())
+                + sum(r.nbytes for r in self._rows.values()))
 
 
 _pool: list[Workspace] = []

@@ -50,8 +50,8 @@ class SteihaugSubproblem(QuadraticModel):
 
     Each CG iteration's vector work is one compiled call
     (:func:`~newtonad.solvers.linalg.steihaug_step`), on vectors of the
-    workspace (:mod:`.scratch`): the path's directions are rows of one buffer,
-    and no iteration allocates.
+    workspace (:mod:`.scratch`), the path's directions included: no iteration
+    allocates.
     """
 
     uses_products = True
@@ -61,7 +61,7 @@ class SteihaugSubproblem(QuadraticModel):
         super().__init__(problem, x, fun, jac, **options)
         self.maxiter = max(2 * problem.n, 20)
         self._path_radius = -1.0          # radius the recorded path is valid up to
-        self._dirs: Any = ()                  # d_j: rows of the workspace's path buffer
+        self._dirs: Any = ()                  # d_j: the workspace's path vectors
         self._alpha: list[float] = []         # alpha_j (0 for a negative-curvature segment)
         self._rr: list[float] = []            # r_j @ r_j
         self._curv: list[float] = []          # d_j @ H d_j
@@ -105,7 +105,7 @@ class SteihaugSubproblem(QuadraticModel):
         self._interior = None
         record = True
         max_records = max(1, min(PATH_MEMORY // (8 * n), self.maxiter + 1))
-        # the directions d_j: rows of one buffer kept from point to point (no new pages)
+        # the directions d_j: vectors kept from point to point (no new pages)
         path = self._dirs = self.workspace.rows("steihaug-path", max_records, n)
         gnorm = self.jac_mag
         tol2 = (min(0.5, gnorm) * gnorm) ** 2
@@ -117,7 +117,6 @@ class SteihaugSubproblem(QuadraticModel):
         dd = rr
         q = 0.0  # model value m(z) - f
         hv = self.operator()
-        j = 0
         for j in range(self.maxiter):
             if j > 0 and self.out_of_time():
                 break  # z is a valid, if truncated, step
@@ -164,7 +163,6 @@ class SteihaugSubproblem(QuadraticModel):
             zd = beta * (zd + alpha * dd)
             dd = rr_new + beta * beta * dd
             rr = rr_new
-        self.workspace.note_rows("steihaug-path", min(j + 2, max_records))
         if record:
             self._interior, self._interior_decrease = z, -q
         self._record(z, -q)
