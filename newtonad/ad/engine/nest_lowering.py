@@ -72,7 +72,12 @@ class NestWriter:
     depth when its innermost axis is to be written out (:func:`unrolled_axis`). Then
     loop variable ``i<levels>`` is not a loop but a column, which a pass substitutes
     (:func:`.passes.write_out_columns`): statements that read it go in the innermost
-    loop.
+    loop. The sinks that loop over it are written once, as a template of one column
+    (:func:`_write_piece`); a value whose index map reads the column is a temporary of
+    each column, any other is a common subexpression (:attr:`.loop_ir.Placed.common`).
+
+    A writer lives while one piece is written: its memo of computed values, its
+    placed statements and what it reads and writes are that piece's.
     """
 
     def __init__(self, gen: Generator, at: Where, nest: Nest, levels: int | None = None):
@@ -445,7 +450,9 @@ def _piece(code: NestCode, gen: Generator, at: Where, nest: Nest, box: Box, choi
     axis = unrolled_axis(nest, box, gen.options.unroll)
     writer = _write_piece(gen, at, nest, active, box, axis)
     placed = write_out_columns(writer.placed, gen.options)
-    if any(isinstance(p, Columns) for p in placed):  # not written out: a plain loop nest
+    if axis is not None and placed is writer.placed:
+        # declined (too many statements): the piece is written again as a plain loop
+        # nest; a template cannot run as a loop (each column has its own accumulators)
         writer = _write_piece(gen, at, nest, active, box, None)
         placed = writer.placed
     body = writer.render(box, placed)

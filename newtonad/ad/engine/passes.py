@@ -88,7 +88,7 @@ def write_out_columns(placed: list[Any], options: LoweringOptions) -> list[Any]:
     with ``i<var>`` replaced by ``c`` in every index map and its locals renamed as the
     nest writer names them (:class:`~.loop_ir.Var`), so columns share no local. A
     common subexpression that depends on no column (:attr:`~.loop_ir.Placed.common`)
-    is computed once, with the first column. ``placed`` is returned unchanged (the
+    is computed once, with the first column. ``placed`` itself is returned (the
     columns stay a template) when a template has more than ``options.unroll`` columns
     or the statements written out would exceed ``options.unroll_statements`` lines.
     """
