@@ -20,7 +20,7 @@ What is known at the current point (value, gradient, linearisations) is one reco
 replaced as a whole when x changes, as in scipy's ``ScalarFunction``. Points are compared
 by value, so scipy's copies of ``x`` still hit the cache, and a caller that changes its
 ``x`` in place gets a new point. Gradients are handed out as arrays the caller owns and
-may write into. Under the compiled engines, at a new point of more than 2048 entries the
+may write into. Under the compiled engines, at a new point of 32 768 entries or more the
 value-and-gradient kernel itself writes the record's copy of x and the gradient twice
 (one for the record, one for the first caller), in the loops that read x and write the
 gradient: no pass over memory before or after it (issue 13, item 6).
@@ -54,6 +54,13 @@ from .ad.var import Var, new_tracer
 
 #: Points of up to this many entries are compared by their bytes: one memcmp, ~0.1 µs.
 _SMALL_POINT_SIZE = 2048
+#: From this many entries the value-and-gradient kernel writes the copies of a new point
+#: (x's, the gradient's: see _with_copies). Below, two serial copies after the kernel cost
+#: less than passing it its output arrays (``value_and_grad`` at a new point, Rosenbrock,
+#: the two ways interleaved in one process: n = 4096 3.6 against 4.8 µs, 16384 8.3
+#: against 9.9 µs, 32768 even; 65536 34 against 32 µs, and at n = 1e6 the overhead over
+#: the kernel falls from about 0.5x to about 0.1-0.2x: benchmarks/objective_overhead.py).
+_KERNEL_COPIES_FROM = 1 << 15
 #: Below this many entries of data (x and args together), hessp runs every product as
 #: one whole HVP pass and never linearises: passing the residuals to the linear kernel
 #: then costs more than the primal work they save (measured: linear apply 1.2-1.7x a
@@ -330,12 +337,13 @@ class Objective:
         """``(shape, runner, data, copies)`` of the value and gradient at x's shape, kept
         as ``_vg_runner`` (the last runner of the hot path, checked by shape alone).
 
-        ``copies`` is None, or for a large point under an engine that takes ``out=``,
+        ``copies`` is None, or for a point of ``_KERNEL_COPIES_FROM`` entries or more under
+        an engine that takes ``out=``,
         the arrays of f and ∇f that the runner of :func:`_with_copies` writes (it also
         writes x's private copy and ∇f in a new array for the first caller).
         """
         vg: tuple
-        if x.size > _SMALL_POINT_SIZE:
+        if x.size >= _KERNEL_COPIES_FROM:
             run, data = self._compiled(x, "value_and_grad_copies", 0, _with_copies)
             # the compiled engines' runners (numba, auto) take out= and reuse outputs
             if hasattr(run, "reusing_outputs"):

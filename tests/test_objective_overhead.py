@@ -17,6 +17,7 @@ from newtonad.solvers.problem import FlatProblem
 from .helpers import assert_close
 
 LARGE = 3 * objective._SMALL_POINT_SIZE  # points kept as a private copy, not as bytes
+COPIES = objective._KERNEL_COPIES_FROM  # ... which the value-and-gradient kernel writes
 
 
 def rosen(x):
@@ -136,7 +137,7 @@ def _spy_on_copies(obj: nad.Objective, x: np.ndarray) -> list:
 
 def test_the_kernel_writes_a_large_point_s_copy_and_the_gradient_given_out():
     obj = nad.Objective(rosen, engine="numba")
-    x = _point(LARGE)
+    x = _point(COPIES)
     outs = _spy_on_copies(obj, x - 0.5)
     f, g = obj.value_and_grad(x)
     (value, given, kept, grad), = outs
@@ -147,28 +148,32 @@ def test_the_kernel_writes_a_large_point_s_copy_and_the_gradient_given_out():
     g[:] = 0.0  # the caller's array: the record keeps its own
     again = obj.jac(x.copy())
     assert again is not grad and np.array_equal(again, grad) and len(outs) == 1
-    y = _point(LARGE, 0.1)
+    y = _point(COPIES, 0.1)
     obj.jac(y)  # the next point's copy is written into the last one's (nothing holds it)
     assert outs[1][2] is kept and outs[1][3] is grad and np.array_equal(kept, y)
 
 
+@pytest.mark.parametrize("n", [LARGE, COPIES])  # copied after the kernel, or by it
 @pytest.mark.parametrize("where", [0, "middle", -1])
-def test_in_place_changes_are_seen_when_the_kernel_keeps_the_copy(where):
+def test_in_place_changes_are_seen_when_the_kernel_keeps_the_copy(n, where):
     obj = nad.Objective(rosen, engine="numba")
-    x = _point(LARGE)
-    obj.jac(x)
-    x[LARGE // 2 if where == "middle" else where] += 1e-9
+    x = _point(n)
+    g = obj.jac(x)
+    assert (obj._vg_runner[3] is not None) == (n >= COPIES)
+    g[:] = 0.0
+    x[n // 2 if where == "middle" else where] += 1e-9
     assert_close(obj.jac(x), scipy.optimize.rosen_der(x), 1e-12, 1e-12)
     assert obj.njev == 2
-    obj.value_and_grad(x.copy())  # equal values hit
-    assert obj.njev == 2
+    f, g = obj.value_and_grad(x.copy())  # equal values hit
+    assert obj.njev == 2 and f == pytest.approx(scipy.optimize.rosen(x), rel=1e-13)
+    assert_close(g, scipy.optimize.rosen_der(x), 1e-12, 1e-12)
 
 
 def test_the_first_gradient_at_a_point_is_given_once_without_a_copy():
     """fun makes the gradient in two arrays; the first jac gets the unseen one, the next
     a copy of the record's; neither is disturbed by the caller writing the other."""
     obj = nad.Objective(rosen, engine="numba")
-    x = _point(LARGE)
+    x = _point(COPIES)
     obj.fun(x)
     handout = obj._at.handout
     first = obj.jac(x)
@@ -183,7 +188,7 @@ def _decay(x, w):
     return np.sum(w * np.exp(-x) + np.log1p(x * x)) + 0.5 * np.sum(x[1:] * x[:-1])
 
 
-@pytest.mark.parametrize("n", [LARGE, 600_000])  # serial loops, and loops on threads
+@pytest.mark.parametrize("n", [COPIES, 600_000])  # serial loops, and loops on threads
 def test_the_kept_gradient_is_the_one_given_out_bit_for_bit(n):
     """The kernel's two gradient arrays hold the same bits (its ``* 1`` copy may be a
     second store of the value or a recomputation of it), for a sum of elementwise terms
@@ -206,8 +211,8 @@ def test_the_gradient_at_a_point_is_kept_when_products_start_there(engine):
     """jac, then hessp at the same large point (Newton use from here on), then jac: the
     gradient made first is still the point's; no residual pass is run for it."""
     obj = nad.Objective(rosen, engine=engine)
-    x = _point(LARGE)
-    v = np.ones(LARGE)
+    x = _point(COPIES)
+    v = np.ones(COPIES)
     g = obj.jac(x)
     assert_close(obj.hessp(x, v), scipy.optimize.rosen_hess_prod(x, v), 1e-12, 1e-12)
     assert np.array_equal(obj.jac(x.copy()), g) and obj.fun(x) == pytest.approx(rosen(x))
@@ -217,14 +222,14 @@ def test_the_gradient_at_a_point_is_kept_when_products_start_there(engine):
 def test_newton_use_after_first_order_use_keeps_an_operator_s_point():
     """A point the kernel copied, then linearised: later points are copied elsewhere."""
     obj = nad.Objective(rosen, engine="numba")
-    x1 = _point(LARGE)
-    v = np.random.default_rng(4).standard_normal(LARGE)
+    x1 = _point(COPIES)
+    v = np.random.default_rng(4).standard_normal(COPIES)
     obj.jac(x1)
     op = obj.linearize_hessp(x1)
     expected = scipy.optimize.rosen_hess_prod(x1, v)
     assert_close(op(v), expected, 1e-12, 1e-12)
     for shift in (0.1, 0.2):
-        x = _point(LARGE, shift)
+        x = _point(COPIES, shift)
         assert_close(obj.jac(x), scipy.optimize.rosen_der(x), 1e-12, 1e-12)
     assert_close(op(v), expected, 1e-12, 1e-12)
 
