@@ -10,8 +10,10 @@ programs built from recorded Ops equal checked ones.
 
 from __future__ import annotations
 
+import functools
 import gc
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -177,3 +179,59 @@ def test_programs_from_recorded_ops_equal_checked_programs():
     assert built == checked and hash(built) == hash(checked) and built.key == checked.key
     with pytest.raises(ValueError, match="written twice"):
         Program(built.slots, built.steps + built.steps[-1:], built.inputs, built.outputs)
+
+
+# ---- planning for numba: no cost that grows with the program per step ------------------------
+
+@functools.lru_cache(maxsize=2)
+def _vector_loop_gradient(terms):
+    """The gradient of Rosenbrock as a loop over blocks of 8 entries: a running sum of
+    reductions (one fused chain as long as the program) and, in the gradient, one
+    accumulator tree of ``2 * terms`` unslices."""
+    def f(x):
+        s = 0.0
+        for a in range(0, x.shape[0] - 8, 8):
+            lo, hi = x[a:a + 8], x[a + 1:a + 9]
+            s = s + np.sum(100 * (hi - lo ** 2) ** 2 + (1 - lo) ** 2)
+        return s
+    return tf.value_and_grad_program(traced(f, np.linspace(-1.2, 1.1, 8 * terms + 9)))
+
+
+def test_finding_accumulator_trees_costs_the_same_per_step_at_ten_times_the_length():
+    """A chain of n additions of unslices is one tree of n leaves; copying its growing
+    leaf list at every addition made this pass quadratic (6x per step at 10x length)."""
+    from newtonad.ad.engine.numba_plan import Planner
+
+    def per_step(program):
+        best = float("inf")
+        for _ in range(3):
+            planner = Planner(program)
+            t = time.process_time()
+            planner._classify()
+            best = min(best, time.process_time() - t)
+        return best / len(program.steps), planner
+
+    small, _ = per_step(_vector_loop_gradient(150))
+    large, planner = per_step(_vector_loop_gradient(1500))
+    assert max(len(leaves) for leaves in planner.accum_leaves.values()) >= 3000
+    assert large < 3 * small
+
+
+def test_planning_memory_per_step_does_not_grow_with_the_program():
+    """The planner kept, per fused slot, the set of stored slots it loads: along a
+    running sum those sets grow to the program's length (quadratic memory)."""
+    import tracemalloc
+
+    from newtonad.ad.engine.numba_plan import make_plan
+
+    def peak_per_step(program):
+        tracemalloc.start()
+        try:
+            make_plan(program)
+            return tracemalloc.get_traced_memory()[1] / len(program.steps)
+        finally:
+            tracemalloc.stop()
+
+    small = peak_per_step(_vector_loop_gradient(150))
+    large = peak_per_step(_vector_loop_gradient(1500))
+    assert large < 1.3 * small

@@ -304,11 +304,15 @@ class Planner:
     def _find_accumulators(self) -> None:
         """Sums of unslices (and the unslices themselves) become scattered accumulators."""
         slots = self.slots
+        # each tree's addends as a rope: a Leaf, or the slot of a tree it absorbed (a chain
+        # of n additions would copy its growing list of leaves n times)
+        parts: dict[int, list[Any]] = {}
+        absorbed_roots: set[int] = set()
         for step in self.p.steps:
             prim, out = step.primitive, step.output
             if prim is UNSLICE:
                 self.accum_of[out] = out
-                self.accum_leaves[out] = [Leaf("unslice", step.inputs[0], step)]
+                parts[out] = [Leaf("unslice", step.inputs[0], step)]
             elif prim is ADD and slots[out].dtype != "bool":
                 here = [self._index(step)]
                 absorbed = [i for i in step.inputs
@@ -317,34 +321,43 @@ class Planner:
                             and self.users.get(i) == here and i not in self.forced]
                 if not absorbed or step.inputs[0] == step.inputs[1]:
                     continue
-                leaves = []
+                leaves: list[Any] = []
                 for i in step.inputs:
                     if i in absorbed:
-                        leaves.extend(self.accum_leaves.pop(i))
+                        leaves.append(i)
+                        absorbed_roots.add(i)
                         self.stored.discard(i)
                         self.write_only.discard(i)
                         self.accum_of[i] = out
                     else:
                         leaves.append(Leaf("dense", i, step))
                 self.accum_of[out] = out
-                self.accum_leaves[out] = leaves
+                parts[out] = leaves
+        self.accum_leaves = {root: _flatten(parts, root) for root in parts
+                             if root not in absorbed_roots}
         for root in self.accum_leaves:
             self.stored.add(root)
             self.write_only.discard(root)
-        # nodes absorbed into a tree are never read (single consumer), drop their roots
-        for node, root in list(self.accum_of.items()):
-            r = root
-            while self.accum_of[r] != r:
-                r = self.accum_of[r]
-            self.accum_of[node] = r
+        # nodes absorbed into a tree are never read (single consumer), drop their roots.
+        # A node's parent comes later in the program (and in this dict's order): resolved
+        # last to first, each node finds its parent's root already resolved.
+        for node in reversed(list(self.accum_of)):
+            self.accum_of[node] = self.accum_of[self.accum_of[node]]
 
     def _index(self, step: Step) -> int:
         return self.step_index[id(step)]
 
     # -- dependencies -------------------------------------------------------------------
-    def deps(self, i: int) -> frozenset[int]:
-        """Slots in memory that computing slot ``i`` in a nest loads."""
-        memo = self._deps
+    def after(self, i: int) -> int:
+        """The last item that writes a slot in memory that computing slot ``i`` in a nest
+        loads (-1: none; inputs and constants are there from the start).
+
+        The number, not the set of those slots, is kept per slot: a fused chain as long
+        as the program (a running sum) would keep sets of every length up to it. A
+        stored slot's last writer is final once its own step is planned, before any
+        slot that reads it asks.
+        """
+        memo = self._after
         if i in memo:
             return memo[i]
         # operands before the slots that read them, without recursion: a fused chain can
@@ -354,10 +367,12 @@ class Planner:
             j, expanded = stack.pop()
             if j in memo:
                 continue
-            if j in self.stored or j in self.literals:
-                memo[j] = frozenset() if j in self.literals else frozenset({j})
+            if j in self.literals:
+                memo[j] = -1
+            elif j in self.stored:
+                memo[j] = self.ready.get(self._base(j), -1)
             elif expanded:
-                memo[j] = frozenset().union(*(memo[k] for k in self.producer[j].inputs))
+                memo[j] = max((memo[k] for k in self.producer[j].inputs), default=-1)
             else:
                 stack.append((j, True))
                 stack += [(k, False) for k in self.producer[j].inputs if k not in memo]
@@ -366,7 +381,7 @@ class Planner:
     # -- items --------------------------------------------------------------------------
     def plan(self) -> Plan:
         self._classify()
-        self._deps: dict[int, frozenset[int]] = {}
+        self._after: dict[int, int] = {}
         self.items: list[Any] = []
         self.ready: dict[int, int] = {i: -1 for i in self.p.inputs}  # slot -> last writer item
         for i in self.const_arrays:
@@ -460,10 +475,10 @@ class Planner:
 
     def _add_sink(self, sink: Sink) -> None:
         if sink.kind == "store":  # the stored slot itself is computed, not loaded
-            deps = frozenset().union(*(self.deps(j) for j in self.producer[sink.value].inputs))
+            reads = self.producer[sink.value].inputs
         else:
-            deps = frozenset().union(*(self.deps(v) for v, _ in sink.values()))
-        after = max((self.ready.get(self._base(i), -1) for i in deps), default=-1)
+            reads = tuple(v for v, _ in sink.values())
+        after = max((self.after(j) for j in reads), default=-1)
         chosen = None
         for n in range(len(self.items) - 1, after, -1):
             item = self.items[n]
@@ -550,6 +565,24 @@ def segments(sinks: list[Sink]) -> list[list[tuple[int, int]]]:
 def count_pieces(sinks: list[Sink]) -> int:
     """How many boxes the loop splitting of these sinks makes."""
     return int(np.prod([len(seg) for seg in segments(sinks)], dtype=np.int64))
+
+
+def _flatten(parts: dict[int, list[Any]], root: int) -> list[Leaf]:
+    """The leaves of accumulator tree ``root`` in order (``parts``: see
+    :meth:`Planner._find_accumulators`); iterative, as a tree can be as deep as the
+    program."""
+    out: list[Leaf] = []
+    stack = [iter(parts[root])]
+    while stack:
+        for x in stack[-1]:
+            if isinstance(x, Leaf):
+                out.append(x)
+            else:
+                stack.append(iter(parts[x]))
+                break
+        else:
+            stack.pop()
+    return out
 
 
 def _compatible(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
