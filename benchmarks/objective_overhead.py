@@ -4,8 +4,8 @@
 (numba engine) at n = 1e6, at a new point every call: four arrays in turn (32 MB, as
 large as the last-level cache here, so a point is read from memory), or with
 ``--hot`` a point written just before the call, as a solver's new iterate is. The
-contenders take turns call by call, in a rotating order, so that a shared, noisy
-machine slows all of them alike; each round prints medians, and the last line the
+contenders take turns call by call, in a new random order at every point, so that a
+shared, noisy machine slows all of them alike; each round prints medians, and the last line the
 overhead as a multiple of the kernel's time: the median over calls of each call's time
 over the kernel's call at the same point, minus one. Two objectives: the
 issue's (Rosenbrock) and a cheap one (sum of squares, a single pass over memory).
@@ -76,11 +76,14 @@ def large_rounds(f: Callable, contenders: dict[str, type], n: int, rounds: int,
         for x in points:
             call(x)
     times = {name: np.empty((rounds, calls)) for name in names}
+    order = np.random.default_rng(1)
     for r in range(rounds):
         for i in range(calls):
             point = points[i % len(points)]
-            for j in range(len(names)):
-                name = names[(i + j) % len(names)]
+            # a new order at every point: who runs just before whom (and leaves the
+            # caches to it) is not the same every time
+            for j in order.permutation(len(names)):
+                name = names[j]
                 x = point
                 if hot:
                     x = own[name]

@@ -164,8 +164,11 @@ class _Point:
     def copy_in(self, x: np.ndarray) -> None:
         """Stand for the new large point ``x``, copied into the last point's copy when
         that is free (:meth:`free_copy`), else into a new array."""
-        kept = self.free_copy(x)
-        if kept is not None:
+        key = self.key
+        kept = key[1] if key is not None else None
+        # free_copy, written out: this is the per-call path of first-order solvers
+        if (kept.__class__ is np.ndarray and kept.shape == x.shape
+                and self.linear is _NO_LINEARIZATION):
             np.copyto(kept, x)
         else:
             kept = x.copy()
@@ -306,15 +309,18 @@ class Objective:
                 vg = self._value_and_grad_runner(x)
             if vg[3] is None:
                 at.copy_in(x)
-            else:
-                # the kernel writes x's private copy: no pass over x before it
-                kept = at.free_copy(x)
-                if kept is None:
-                    kept = np.empty(x.shape)
-                at.clear(None)  # a kernel that fails leaves no point behind
-                self._run_with_copies(x, vg, kept)
-                at.key = (x.shape, kept)
+                at.value, at.grad = vg[1](x, *vg[2])
+                self.nfev += 1
+                self.njev += 1
                 return at
+            # the kernel writes x's private copy: no pass over x before it
+            kept = at.free_copy(x)
+            if kept is None:
+                kept = np.empty(x.shape)
+            at.clear(None)  # a kernel that fails leaves no point behind
+            self._run_with_copies(x, vg, kept)
+            at.key = (x.shape, kept)
+            return at
         elif at.grad is not None:
             return at
         if self._second_order and not self._small(x):
