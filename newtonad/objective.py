@@ -175,23 +175,30 @@ class _Point:
         self.clear((x.shape, kept))
 
 
-def _with_copies(program: Program) -> Program:
-    """``program``'s value-and-gradient program, returning ``(f, ∇f, x, ∇f)``.
+def _with_copies(program: Program, gradient_twice: bool = True) -> Program:
+    """``program``'s value-and-gradient program, returning ``(f, ∇f, x, ∇f)``, or
+    ``(f, ∇f, x)`` without ``gradient_twice``.
 
-    The two extra outputs are ``x * 1`` and ``∇f * 1`` (exact: 1 is the identity of
-    IEEE multiplication): elementwise steps the numba engine fuses into the loops that
-    read ``x`` and write ``∇f``, so the kernel writes the private copy of a large point,
-    and the gradient in two arrays, with threads where its loops have them, instead of
-    two more serial passes over memory after it. (A plain repeated output would be a
+    The extra outputs are ``x * 1`` and ``∇f * 1`` (exact: 1 is the identity of IEEE
+    multiplication): elementwise steps the numba engine fuses into the loops that read
+    ``x`` and write ``∇f``, so the kernel writes the private copy of a large point, and
+    the gradient in two arrays, with threads where its loops have them, instead of two
+    more serial passes over memory after it. (A plain repeated output would be a
     separate copy loop; ``simplify`` would remove the ``* 1``, so it is not run here.)
     """
     vg = tf.value_and_grad_program(program)
     roots = [new_tracer(slot) for slot in vg.in_slots]
     y, g = interpret(vg, roots)
     one = Var(np.ones(()), const=True)
-    copies, closed = to_program(roots, [y, g, mul_p(roots[0], one), mul_p(g, one)])
+    outputs = [y, g, mul_p(roots[0], one)] + ([mul_p(g, one)] if gradient_twice else [])
+    copies, closed = to_program(roots, outputs)
     assert not closed  # vg is closed: interpreting it reaches nothing outside roots
     return copies
+
+
+def _with_copy_of_x(program: Program) -> Program:
+    """:func:`_with_copies` without the gradient's second array: ``(f, ∇f, x)``."""
+    return _with_copies(program, gradient_twice=False)
 
 
 def _alternating(run: Callable) -> Callable:
@@ -247,7 +254,8 @@ class Objective:
         self._at = _Point()
         self._runners: dict[tuple, tuple] = {}  # (shape, kind, k) -> (runner, its data inputs)
         # the last runner of each hot path, checked by shape alone (no dict lookup per call)
-        self._vg_runner: tuple | None = None  # (shape, runner, data)
+        self._vg_runner: tuple | None = None  # (shape, runner, data, copies)
+        self._fun_runner: tuple | None = None  # the same, for fun (no gradient handed out)
         self._hvp_runner: tuple | None = None  # ((shape, k), runner, data)
         self._second_order = False  # set once hessp is used: then keep residuals with ∇f
         # (shape, linear runner, its sibling writing into two arrays in turn)
@@ -259,7 +267,7 @@ class Objective:
     def _forget(self) -> None:
         """Drop the point, every runner and captured value: f now computes another thing."""
         self._at.clear(None)
-        self._hvp_runner = self._vg_runner = self._alternating = None
+        self._hvp_runner = self._vg_runner = self._fun_runner = self._alternating = None
         self._runners = {}
         self._guards = ()
 
@@ -294,8 +302,12 @@ class Objective:
         return x
 
     # ---- value and gradient ------------------------------------------------------------
-    def _evaluate(self, x: np.ndarray) -> _Point:
-        """The current point, made ``x`` (a checked point) with its value and gradient."""
+    def _evaluate(self, x: np.ndarray, give: bool = True) -> _Point:
+        """The current point, made ``x`` (a checked point) with its value and gradient.
+
+        ``give``: the caller hands the gradient out (jac, value_and_grad), so at a new
+        large point the kernel writes it twice; fun passes False.
+        """
         at = self._at
         if x.size <= _SMALL_POINT_SIZE:
             if not at.move_to_small(x) and at.grad is not None:
@@ -304,9 +316,9 @@ class Objective:
             if not at.move_to(x) and at.grad is not None:
                 return at
         elif not _is_point(at.key, x):
-            vg = self._vg_runner
+            vg = self._vg_runner if give else self._fun_runner
             if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup
-                vg = self._value_and_grad_runner(x)
+                vg = self._value_and_grad_runner(x, give)
             if vg[3] is None:
                 at.copy_in(x)
                 at.value, at.grad = vg[1](x, *vg[2])
@@ -330,7 +342,7 @@ class Objective:
             return at
         vg = self._vg_runner
         if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup
-            vg = self._value_and_grad_runner(x)
+            vg = self._value_and_grad_runner(x, True)
         if vg[3] is None:
             at.value, at.grad = vg[1](x, *vg[2])
             self.nfev += 1
@@ -339,37 +351,49 @@ class Objective:
             self._run_with_copies(x, vg, at.key[1])  # type: ignore[index]
         return at
 
-    def _value_and_grad_runner(self, x: np.ndarray) -> tuple:
+    def _value_and_grad_runner(self, x: np.ndarray, give: bool) -> tuple:
         """``(shape, runner, data, copies)`` of the value and gradient at x's shape, kept
-        as ``_vg_runner`` (the last runner of the hot path, checked by shape alone).
+        as ``_vg_runner`` (``give``) or ``_fun_runner``: the last runner of the hot path,
+        checked by shape alone.
 
         ``copies`` is None, or for a point of ``_KERNEL_COPIES_FROM`` entries or more under
-        an engine that takes ``out=``,
-        the arrays of f and ∇f that the runner of :func:`_with_copies` writes (it also
-        writes x's private copy and ∇f in a new array for the first caller).
+        an engine that takes ``out=``, the arrays of f and ∇f that the runner of
+        :func:`_with_copies` writes (it also writes x's private copy and, with ``give``,
+        ∇f in a new array for the first caller; fun's runner does not: a solver's line
+        search asks for f alone at some points).
         """
         vg: tuple
         if x.size >= _KERNEL_COPIES_FROM:
-            run, data = self._compiled(x, "value_and_grad_copies", 0, _with_copies)
+            kind, make = (("value_and_grad_copies", _with_copies) if give else
+                          ("value_and_grad_copy_x", _with_copy_of_x))
+            run, data = self._compiled(x, kind, 0, make)
             # the compiled engines' runners (numba, auto) take out= and reuse outputs
             if hasattr(run, "reusing_outputs"):
-                vg = self._vg_runner = (x.shape, run, data, (np.empty(()), np.empty(x.shape)))
+                vg = (x.shape, run, data, (np.empty(()), np.empty(x.shape)))
+                if give:
+                    self._vg_runner = vg
+                else:
+                    self._fun_runner = vg
                 return vg
         run, data = self._compiled(x, "value_and_grad", 0, tf.value_and_grad_program)
         if hasattr(run, "reusing_outputs"):
             # outputs overwritten by the next point are fine: only the last one is kept
             run = run.reusing_outputs()
-        vg = self._vg_runner = (x.shape, run, data, None)
+        vg = self._vg_runner = self._fun_runner = (x.shape, run, data, None)
         return vg
 
     def _run_with_copies(self, x: np.ndarray, vg: tuple, kept: np.ndarray) -> None:
         """Run the kernel of :func:`_with_copies` at x: x's copy into ``kept``, f and ∇f
-        into the record's arrays (the next point overwrites them: ∇f is only handed out
-        as copies), and ∇f into a new array that the first caller gets as it is."""
+        into the runner's arrays (the next point overwrites them: ∇f is only handed out
+        as copies), and, for the runner of jac and value_and_grad, ∇f into a new array
+        that the first caller gets as it is."""
         _, run, data, (value, grad) = vg
         at = self._at
-        at.value, at.handout, _, at.grad = run(x, *data, out=(value, np.empty(x.shape), kept,
-                                                                  grad))
+        if vg is self._fun_runner:
+            at.value, at.grad, _ = run(x, *data, out=(value, grad, kept))
+        else:
+            at.value, at.handout, _, at.grad = run(x, *data, out=(value, np.empty(x.shape),
+                                                                      kept, grad))
         self.nfev += 1
         self.njev += 1
 
@@ -437,7 +461,7 @@ class Objective:
         >>> obj.fun(np.array([1.0, 2.0]))
         9.0
         """
-        return float(self._evaluate(self._check(x)).value)
+        return float(self._evaluate(self._check(x), False).value)
 
     def jac(self, x: Any) -> np.ndarray:
         """Return ``∇f(x)``, shaped like ``x``; free after ``fun`` at the same ``x``.

@@ -123,7 +123,7 @@ def test_hessp_at_one_point_linearises_once(n):
 
 def _spy_on_copies(obj: nad.Objective, x: np.ndarray) -> list:
     """Record the ``out=`` arrays of each run of the value-and-gradient kernel at x's shape."""
-    obj.fun(x)  # makes the runner
+    obj.jac(x)  # makes the runner
     shape, run, data, copies = obj._vg_runner
     assert copies is not None  # a large point under numba: the kernel writing the copies
     outs = []
@@ -169,19 +169,34 @@ def test_in_place_changes_are_seen_when_the_kernel_keeps_the_copy(n, where):
     assert_close(g, scipy.optimize.rosen_der(x), 1e-12, 1e-12)
 
 
-def test_the_first_gradient_at_a_point_is_given_once_without_a_copy():
-    """fun makes the gradient in two arrays; the first jac gets the unseen one, the next
-    a copy of the record's; neither is disturbed by the caller writing the other."""
+def test_fun_s_kernel_writes_the_copy_of_x_and_no_gradient_for_a_caller():
+    """fun at a new point: its kernel writes x's copy and the record's gradient (a line
+    search may ask for f alone); jac there then gives a copy of that gradient."""
     obj = nad.Objective(rosen, engine="numba")
     x = _point(COPIES)
-    obj.fun(x)
-    handout = obj._at.handout
+    obj.fun(x - 0.5)
+    shape, run, data, copies = obj._fun_runner
+    assert copies is not None and obj._fun_runner is not obj._vg_runner
+    outs = []
+
+    def spy(*args, out):
+        outs.append(out)
+        return run(*args, out=out)
+    obj._fun_runner = (shape, spy, data, copies)
+    assert obj.fun(x) == pytest.approx(scipy.optimize.rosen(x), rel=1e-13)
+    (value, grad, kept), = outs
+    assert obj._at.key[1] is kept and obj._at.grad is grad and obj._at.handout is None
+    assert np.array_equal(kept, x)
     first = obj.jac(x)
-    assert first is handout and obj._at.handout is None
+    assert first is not grad and np.array_equal(first, grad)
     first[:] = -1.0
-    second = obj.jac(x)
-    assert_close(second, scipy.optimize.rosen_der(x), 1e-12, 1e-12)
-    assert second is not obj._at.grad and obj.njev == 1
+    assert_close(obj.jac(x), scipy.optimize.rosen_der(x), 1e-12, 1e-12)
+    assert (obj.nfev, obj.njev) == (2, 2) and len(outs) == 1
+    f, g = obj.value_and_grad(_point(COPIES, 0.1))  # the other kernel, the same record
+    assert_close(g, scipy.optimize.rosen_der(_point(COPIES, 0.1)), 1e-12, 1e-12)
+    assert obj.fun(x) == pytest.approx(scipy.optimize.rosen(x), rel=1e-13)
+    assert_close(obj.jac(x), scipy.optimize.rosen_der(x), 1e-12, 1e-12)
+    assert obj.njev == 4
 
 
 def _decay(x, w):
