@@ -14,6 +14,9 @@ The compiled runner is also called alone, without ``nad.value_and_grad``'s check
 ``x`` (a finiteness test over x, which the Objective does not make): the last line
 gives the overhead against it too.
 
+``--call fun`` or ``--call fun+jac`` times those calls of the Objective instead (scipy's
+``minimize(obj.fun, x0, jac=obj.jac)``), against the same kernel.
+
 Then the per-call cost of a 2-variable Rosenbrock's ``jac`` (ns per call) at the
 same x, and alternating between two points.
 
@@ -55,8 +58,18 @@ def load_objective(path: str) -> type:
     return module.Objective
 
 
+def objective_call(obj: Any, what: str) -> Callable[[np.ndarray], Any]:
+    """The call of ``obj`` that the benchmark times at each point."""
+    if what == "fun":
+        return obj.fun
+    if what == "fun+jac":  # scipy.optimize.minimize(obj.fun, x0, jac=obj.jac)
+        return lambda x: (obj.fun(x), obj.jac(x))
+    return obj.value_and_grad
+
+
 def large_rounds(f: Callable, contenders: dict[str, type], n: int, rounds: int,
-                 calls: int, hot: bool) -> dict[str, np.ndarray]:
+                 calls: int, hot: bool, what: str = "value_and_grad"
+                 ) -> dict[str, np.ndarray]:
     """Seconds of each call, ``(rounds, calls)`` per contender (``"kernel"`` first); the
     contenders' calls of one column ran one after the other, at the same point."""
     rng = np.random.default_rng(0)
@@ -64,7 +77,7 @@ def large_rounds(f: Callable, contenders: dict[str, type], n: int, rounds: int,
     bare = nad.value_and_grad(f, engine="numba")
     calls_of: dict[str, Callable[[np.ndarray], Any]] = {"kernel": bare}
     for name, cls in contenders.items():
-        calls_of[name] = cls(f, engine="numba").value_and_grad
+        calls_of[name] = objective_call(cls(f, engine="numba"), what)
     # the compiled runner alone, without nad.value_and_grad's checks of x (its test of
     # finiteness is a pass over x that the Objective does not make)
     run, data = nad.Objective(f, engine="numba")._compiled(
@@ -129,15 +142,18 @@ def main() -> None:
     parser.add_argument("--hot", action="store_true", help="write each point just before the call")
     parser.add_argument("--baseline", help="another objective.py to compare with")
     parser.add_argument("--only", choices=["large", "small"], help="run one part")
+    parser.add_argument("--call", choices=["value_and_grad", "fun", "fun+jac"],
+                        default="value_and_grad", help="what the Objective is asked at n")
     opts = parser.parse_args()
     contenders: dict[str, type] = {"Objective": nad.Objective}
     if opts.baseline:
         contenders["baseline"] = load_objective(opts.baseline)
     if opts.only != "small":
         for f in (rosen, sum_of_squares):
-            print(f"{f.__name__}, n = {opts.n}, a new point every call"
-                  f"{' (written just before it)' if opts.hot else ''}:")
-            times = large_rounds(f, contenders, opts.n, opts.rounds, opts.calls, opts.hot)
+            print(f"{f.__name__}, n = {opts.n}, Objective.{opts.call} at a new point every "
+                  f"call{' (written just before it)' if opts.hot else ''}:")
+            times = large_rounds(f, contenders, opts.n, opts.rounds, opts.calls, opts.hot,
+                                 opts.call)
             kernel = np.median(times["kernel"], axis=1)
             for r in range(opts.rounds):
                 print(f"  kernel {kernel[r] * 1e3:6.3f} ms  " + "  ".join(
