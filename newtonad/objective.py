@@ -312,6 +312,15 @@ class Objective:
         if x.size <= _SMALL_POINT_SIZE:
             if not at.move_to_small(x) and at.grad is not None:
                 return at
+            if not self._second_order or self._small(x):
+                # the per-call path of small problems, written out (no copies there)
+                vg = self._vg_runner
+                if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup
+                    vg = self._value_and_grad_runner(x, give)
+                at.value, at.grad = vg[1](x, *vg[2])
+                self.nfev += 1
+                self.njev += 1
+                return at
         elif self._second_order:  # Newton use: _linearized below runs another program
             if not at.move_to(x) and at.grad is not None:
                 return at
