@@ -124,7 +124,7 @@ class GLTRSubproblem(QuadraticModel):
         q = self._basis[j]
         w = self.operator()(q)
         self.inner_iterations += 1
-        # delta = q @ w, then w -= delta q_j + gamma_j q_{j-1}: one call
+        # delta = q @ w, then w -= delta q_j + gamma_j q_{j-1} (one pass)
         if j > 0:
             delta, ww = lanczos_step(q, w, self._basis[j - 1], float(self._off[j - 1]))
         else:

@@ -252,12 +252,26 @@ def truncated_cg_step(d: np.ndarray, bd: np.ndarray, z: np.ndarray, r: np.ndarra
         ``d @ H d`` and, after the update, ``r @ r`` and ``sum(|r|)`` (nan when ``curv``
         is not positive and finite: then nothing was updated).
     """
-    curv = dot(d, bd)
+    if d.size >= SERIAL_FROM:
+        curv = float(_compiled(_dot_loop)(d, bd))
+        if not (curv > 0.0 and curv < math.inf):
+            return curv, math.nan, math.nan
+        rr_new, r1 = _cg_iterate(rr / curv, d, bd, z, r, g, first, True)
+        _compiled(_scal_sub_loop)(rr_new / rr, d, r, d)
+        return curv, rr_new, r1
+    curv = float(_ddot(d, bd))  # the BLAS calls of dot, cg_update and scal_sub, inline
     if not (curv > 0.0 and curv < math.inf):
         return curv, math.nan, math.nan
-    rr_new, r1 = _cg_iterate(rr / curv, d, bd, z, r, g, first, True)
-    scal_sub(rr_new / rr, d, r)
-    return curv, rr_new, r1
+    alpha = rr / curv
+    if first:
+        z.fill(0.0)
+        np.copyto(r, g)
+    _daxpy(d, z, a=alpha)
+    _daxpy(bd, r, a=alpha)
+    rr_new = float(_ddot(r, r))
+    _dscal(rr_new / rr, d)
+    _daxpy(r, d, a=-1.0)
+    return curv, rr_new, float(_dasum(r))
 
 
 def steihaug_step(d: np.ndarray, bd: np.ndarray, z: np.ndarray, r: np.ndarray,
@@ -279,14 +293,23 @@ def steihaug_step(d: np.ndarray, bd: np.ndarray, z: np.ndarray, r: np.ndarray,
     curv, alpha, end_sq, rr_new : float
         As far as computed (0 beyond).
     """
-    curv = dot(d, bd)
+    large = d.size >= SERIAL_FROM
+    curv = float(_compiled(_dot_loop)(d, bd) if large else _ddot(d, bd))
     if not (curv > 0.0 and curv < math.inf):
         return NOT_POSITIVE, curv, 0.0, 0.0, 0.0
     alpha = rr / curv
     end_sq = zz + alpha * (2.0 * zd + alpha * dd)
     if end_sq >= r2:
         return OUTSIDE, curv, alpha, end_sq, 0.0
-    rr_new = _cg_iterate(alpha, d, bd, z, r, g, first, False)[0]
+    if large:
+        rr_new = _cg_iterate(alpha, d, bd, z, r, g, first, False)[0]
+    else:  # the BLAS calls of cg_update, inline
+        if first:
+            z.fill(0.0)
+            np.copyto(r, g)
+        _daxpy(d, z, a=alpha)
+        _daxpy(bd, r, a=alpha)
+        rr_new = float(_ddot(r, r))
     if rr_new <= tol2:
         return CONVERGED, curv, alpha, end_sq, rr_new
     scal_sub(rr_new / rr, d, r, out=d_next)

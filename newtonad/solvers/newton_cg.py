@@ -36,7 +36,7 @@ from .linalg import asum, axpy, dot, norm, truncated_cg_step
 from .line_search import backtracking, wolfe
 from .monitor import Monitor, Status
 from .problem import FlatProblem, HessOperator
-from .scratch import Workspace, borrow, give_back
+from .scratch import POOL_FROM, Workspace, borrow, give_back
 from .trust_region import check_start, converged
 
 __all__ = ["minimize_newton_cg", "truncated_cg", "CGStep"]
@@ -72,13 +72,13 @@ def truncated_cg(hv: HessOperator, g: np.ndarray, gnorm: float, eta: float,
     ``deadline``, stops the loop at the current iterate ``z`` (which is 0, no
     direction, if the very first product is not finite).
 
-    Each iteration's vector work is one compiled call
+    Each iteration's vector work is one function
     (:func:`~newtonad.solvers.linalg.truncated_cg_step`). With a ``workspace``
     (:mod:`.scratch`) the vectors are its own and the direction returned is valid
     until the next call with it; without, they are new arrays.
     """
     n = g.size
-    if workspace is None:
+    if workspace is None or n < POOL_FROM:
         z, r, d = np.empty(n), np.empty(n), np.empty(n)
     else:
         z, r, d = (workspace.vector(name, n) for name in ("cg-z", "cg-r", "cg-d"))

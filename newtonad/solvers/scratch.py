@@ -30,7 +30,13 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["Workspace", "Rows", "borrow", "give_back", "KEEP_BYTES", "POOL_SIZE"]
+__all__ = ["Workspace", "Rows", "borrow", "give_back", "KEEP_BYTES", "POOL_SIZE",
+           "POOL_FROM"]
+
+#: vectors of fewer entries are made afresh: malloc serves them from memory it already
+#: has (glibc maps blocks of 128 KiB, 16384 entries, and more afresh), and a new small
+#: array costs less than looking one up here
+POOL_FROM = 8192
 
 #: a workspace that has touched more memory than this is dropped after its run
 KEEP_BYTES = 64 * 2**20

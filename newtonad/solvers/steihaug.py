@@ -48,10 +48,11 @@ class SteihaugSubproblem(QuadraticModel):
     rejects a step and shrinks the radius, :meth:`solve` finds the new step on
     the recorded path without any Hessian product.
 
-    Each CG iteration's vector work is one compiled call
+    Each CG iteration's vector work is one function
     (:func:`~newtonad.solvers.linalg.steihaug_step`), on vectors of the
     workspace (:mod:`.scratch`), the path's directions included: no iteration
-    allocates.
+    allocates, and a step returned lives in the workspace when the driver gave
+    one (see :class:`~.trust_region.QuadraticModel`).
     """
 
     uses_products = True
@@ -125,7 +126,7 @@ class SteihaugSubproblem(QuadraticModel):
             # d_{j+1} goes to the next row while the path is recorded, else over d_j
             d_next = path[j + 1] if record and j + 1 < max_records else d
             # curv = d @ H d; unless the step leaves the ball or the curvature is not
-            # positive: z += alpha d, r += alpha H d, d_next = beta d - r (one call)
+            # positive: z += alpha d, r += alpha H d, d_next = beta d - r
             outcome, curv, alpha, end_sq, rr_new = steihaug_step(
                 d, bd, z, r, g, d_next, rr, zz, zd, dd, r2, tol2, j == 0)
             if outcome == NOT_POSITIVE and not math.isfinite(curv):

@@ -23,7 +23,7 @@ from scipy.optimize import OptimizeResult
 from .linalg import dot, norm
 from .monitor import Monitor, Status
 from .problem import FlatProblem, HessOperator
-from .scratch import Workspace, borrow, give_back
+from .scratch import POOL_FROM, Workspace, borrow, give_back
 
 _EPS = float(np.finfo(float).eps)
 #: radius factors of Nocedal & Wright's algorithm 4.1 (and scipy)
@@ -165,9 +165,11 @@ class QuadraticModel:
 
     def _vector(self, name: str) -> np.ndarray:
         """An uninitialised n-vector for a step or an inner loop's vector: the workspace's
-        ``name`` when steps may live there, else a new array."""
+        ``name`` when steps may live there and the vector is large, else a new array."""
         n = self.jac.size
-        return self.workspace.vector(name, n) if self._steps_in_workspace else np.empty(n)
+        if n < POOL_FROM or not self._steps_in_workspace:
+            return np.empty(n)
+        return self.workspace.vector(name, n)
 
     def __call__(self, p: np.ndarray) -> float:
         """Model value ``m(p)`` (costs one Hessian product)."""
