@@ -55,11 +55,12 @@ from .ad.var import Var, new_tracer
 #: Points of up to this many entries are compared by their bytes: one memcmp, ~0.1 µs.
 _SMALL_POINT_SIZE = 2048
 #: From this many entries the value-and-gradient kernel writes the copies of a new point
-#: (x's, the gradient's: see _with_copies). Below, two serial copies after the kernel cost
-#: less than passing it its output arrays (``value_and_grad`` at a new point, Rosenbrock,
-#: the two ways interleaved in one process: n = 4096 3.6 against 4.8 µs, 16384 8.3
-#: against 9.9 µs, 32768 even; 65536 34 against 32 µs, and at n = 1e6 the overhead over
-#: the kernel falls from about 0.5x to about 0.1-0.2x: benchmarks/objective_overhead.py).
+#: (x's, the gradient's: see _with_copies). Below, two serial copies around the kernel
+#: cost less than passing it its output arrays (``value_and_grad`` of Rosenbrock at a new
+#: point, the two ways interleaved in one process, serial copies against the kernel's:
+#: n = 4096 3.6 against 4.8 µs a call, 16384 8.3 against 9.9 µs, 32768 even, 65536 34
+#: against 32 µs; at n = 1e6 the overhead over nad.value_and_grad falls from 0.4-0.6x to
+#: 0.1-0.3x: benchmarks/objective_overhead.py).
 _KERNEL_COPIES_FROM = 1 << 15
 #: Below this many entries of data (x and args together), hessp runs every product as
 #: one whole HVP pass and never linearises: passing the residuals to the linear kernel
