@@ -1,0 +1,109 @@
+"""Liveness of a kernel's statements (newtonad.ad.engine.kernel_split.flow): the names
+read off the text of one-line assignments are those Python's own parser finds."""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+import pytest
+
+from newtonad.ad import transforms as tf
+from newtonad.ad.engine import kernel_split, numba_engine
+from newtonad.ad.program import Slot
+from newtonad.ad.trace import trace_function
+
+
+def parsed_flow(source):
+    """``flow`` by ``ast`` alone (the reference)."""
+    f = kernel_split._Flow()
+    defined: set[str] = set()
+    f.block(ast.parse(source).body, defined)
+    return f.exposed - kernel_split.GLOBALS, f.written, defined
+
+
+SIMPLE = [
+    "t12 = (t10 * b0[3])",
+    "t3 = t3 + 1.0",
+    "acc += x[0]",
+    "acc -= 2 * acc",
+    "acc *= y",
+    "o1[0, 2] = t5 + np.sqrt(u)",
+    "o1[i0 + 1] += t5",
+    "r4 = b if c else d",
+    "r4 = a < b and not c or d is None",
+    "r4 = a <= b == c != d >= e",
+    "r4 = 1e-05 * e + 2.5E+3 * E - 0x1F * x1 + 1_000 * j + 3j",
+    "r4 = math.erf(e1) + np.float64(q).real",
+    "r4 = min(a, b) + abs(c) ** 2",
+    "r4 = [a, b][0] + (c,)[0]",
+    "r4 = True",
+    "r4 = (a if a > b or a != a else b)",
+    "r4 = x in y",
+    "r4 = a /b % c // d @ e",
+]
+OTHER = [
+    "r4 = np.sum(x, axis=0)",
+    "r4 = x[1:]",
+    "r4 = lambda q: q + z",
+    "a, b = c, d",
+    "a = b = c",
+    "a[0][1] = c",
+    "a.b = c",
+    "r4 = 'a = b'",
+    "r4 = c  # a comment",
+    "r4 = {a: b}",
+    "r4 = [q for q in z]",
+    "r4 = (yield z)",
+    "r4 = é + a",
+    "for i0 in range(n):\n    o[i0] += t2",
+    "if a > b:\n    c = a",
+    "r4 = a; r5 = b",
+    "r4 /= a",
+    "np.copyto(o1, x0)",
+]
+
+
+@pytest.mark.parametrize("source", SIMPLE)
+def test_simple_assignments_are_read_off_the_text_as_the_parser_reads_them(source):
+    assert kernel_split._simple_flow(source) is not None
+    assert kernel_split.flow(source) == parsed_flow(source)
+
+
+@pytest.mark.parametrize("source", OTHER)
+def test_other_statements_go_to_the_parser(source):
+    assert kernel_split._simple_flow(source) is None
+    assert kernel_split.flow(source) == parsed_flow(source)
+
+
+def test_every_statement_of_split_kernels_agrees_with_the_parser(monkeypatch):
+    """The gradient, an HVP frame and the linearised HVP of a loop over slices, split
+    into chunks of at most 20 lines: each statement's flow equals the parser's."""
+    monkeypatch.setattr(kernel_split, "MAX_CHUNK_LINES", 20)
+    monkeypatch.setattr(kernel_split, "SPLIT_FROM_LINES", 20)
+    seen = {"simple": 0, "parsed": 0}
+    flow = kernel_split.flow
+
+    def checked(source):
+        if kernel_split._simple_flow(source) is None:
+            seen["parsed"] += 1
+        else:
+            seen["simple"] += 1
+        result = flow(source)
+        assert result == parsed_flow(source), source
+        return result
+
+    monkeypatch.setattr(kernel_split, "flow", checked)
+
+    def f(x):
+        s = 0.0
+        for a in range(0, x.shape[0] - 4, 2):
+            s = s + np.sum(np.sin(x[a:a + 4]) * x[a + 1:a + 5] ** 2) + x[a] * x[a + 1]
+        return s
+
+    program = trace_function(f, [Slot((13,))]).program
+    lin = tf.linearized_hvp(program, 2)
+    for p in (tf.value_and_grad_program(program), tf.hvp_program(program, 3),
+              *(q for q in lin if hasattr(q, "steps"))):
+        assert numba_engine.lower(p).chunks
+    assert seen["simple"] > 5 * seen["parsed"] > 0
