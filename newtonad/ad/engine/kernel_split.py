@@ -191,27 +191,29 @@ _LONE_EQUALS = re.compile(r"(?<![=!<>])=(?!=)")
 #: Words an expression may hold that are not names read (the rest of the keywords
 #: – lambda, for, yield, ... – send the statement to ``ast``).
 _EXPRESSION_WORDS = frozenset({"and", "or", "not", "if", "else", "is", "in"})
-_CONSTANTS = frozenset({"True", "False", "None"})
-_KEYWORDS = frozenset(keyword.kwlist)
+_OTHER_KEYWORDS = frozenset(keyword.kwlist) - _EXPRESSION_WORDS - {"True", "False", "None"}
+#: Words of an expression that are not local names read.
+_NOT_LOCALS = GLOBALS | _EXPRESSION_WORDS | {"True", "False", "None"}
 
 
 def _simple_flow(source: str) -> tuple[set[str], set[str], set[str]] | None:
     """:func:`flow` of a one-line assignment of the simple form above; ``None`` otherwise."""
     m = _SIMPLE_ASSIGN.fullmatch(source.rstrip("\n")) if source.isascii() else None
-    if m is None or _LONE_EQUALS.search(m["value"]):
+    if m is None:
         return None
-    name, index, op, value = m["name"], m["index"] or "", m["op"], m["value"]
-    if name in _KEYWORDS:
+    name, index, op, value = m.group("name", "index", "op", "value")
+    if "=" in value and _LONE_EQUALS.search(value) or name in _OTHER_KEYWORDS:
         return None
-    reads = set(_NAME.findall(value + " " + index))
-    if reads & _KEYWORDS - _EXPRESSION_WORDS - _CONSTANTS:
+    names = _NAME.findall(f"{value} {index}" if index else value)
+    if not _OTHER_KEYWORDS.isdisjoint(names):
         return None
-    reads -= _EXPRESSION_WORDS | _CONSTANTS
+    reads = set(names) - _NOT_LOCALS
     if index or op != "=":  # an element is stored into its array; x += v reads x
-        reads.add(name)
+        if name not in GLOBALS:
+            reads.add(name)
     if index:
-        return reads - GLOBALS, set(), set()
-    return reads - GLOBALS, {name}, {name}
+        return reads, set(), set()
+    return reads, {name}, {name}
 
 
 # ---- the split ----------------------------------------------------------------------------------
