@@ -130,8 +130,7 @@ def test_runs_reuse_their_vectors():
     obj = nad.Objective(lambda x: np.sum((x - 1.0) ** 2 * np.linspace(1.0, 3.0, x.size)),
                         engine="numpy")
     x0 = np.zeros(n)
-    while scratch._pool:  # start from an empty pool
-        scratch._pool.pop()
+    scratch.release()  # start from an empty pool
     res = nad.minimize(obj, x0, method="trust-ncg", options={"maxiter": 5})
     assert res.nit == 5 and res.fun < obj.fun(x0)
     assert scratch._pool, "the run's workspace was not kept"
@@ -143,8 +142,7 @@ def test_runs_reuse_their_vectors():
 
 
 def test_workspace_holding_too_much_is_not_kept():
-    while scratch._pool:
-        scratch._pool.pop()
+    scratch.release()
     big = scratch.Workspace()
     big.vector("v", scratch.KEEP_BYTES // 8 + 1)
     scratch.give_back(big)
@@ -157,6 +155,9 @@ def test_workspace_holding_too_much_is_not_kept():
     scratch.give_back(rows)
     assert scratch._pool == [rows]
     assert scratch.borrow() is rows and not scratch._pool
+    scratch.give_back(rows)
+    scratch.release()
+    assert not scratch._pool
 
 
 @pytest.mark.parametrize("n", SIZES)

@@ -75,7 +75,7 @@ class GLTRSubproblem(QuadraticModel):
                  jac: Optional[np.ndarray] = None, inexact: bool = True, **options: Any) -> None:
         super().__init__(problem, x, fun, jac, **options)
         self.inexact = inexact
-        self._basis: Optional[np.ndarray] = None  # rows q_0, q_1, ...
+        self._basis: Any = None                  # q_0, q_1, ... (the workspace's Rows)
         self._diag = np.empty(0)                 # T[j, j]
         self._off = np.empty(0)                  # off[j] = T[j, j+1] couples q_j and q_{j+1}
         self._k = 0                              # Lanczos steps taken: T is k by k

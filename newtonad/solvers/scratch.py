@@ -9,7 +9,7 @@ so a loop that allocated its vectors at every point spent most of its time in th
 kernel's page-fault handler. A :class:`Workspace` hands out the same arrays every time
 they are asked for; :func:`borrow` / :func:`give_back` keep up to :data:`POOL_SIZE`
 workspaces between runs, of at most :data:`KEEP_BYTES` of touched memory each, so that
-repeated solves of one size touch no new memory either.
+repeated solves of one size touch no new memory either (:func:`release` drops them).
 
 Arrays from a workspace belong to whoever asked last: a solver that hands one out (a
 step returned by ``solve``) documents how long it stays valid.
@@ -30,8 +30,8 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["Workspace", "Rows", "borrow", "give_back", "KEEP_BYTES", "POOL_SIZE",
-           "POOL_FROM"]
+__all__ = ["Workspace", "Rows", "borrow", "give_back", "release", "KEEP_BYTES",
+           "POOL_SIZE", "POOL_FROM"]
 
 #: vectors of fewer entries are made afresh: malloc serves them from memory it already
 #: has (glibc maps blocks of 128 KiB, 16384 entries, and more afresh), and a new small
@@ -118,6 +118,12 @@ def borrow() -> Workspace:
         if _pool:
             return _pool.pop()
     return Workspace()
+
+
+def release() -> None:
+    """Drop the workspaces kept between runs (their memory goes back to the allocator)."""
+    with _lock:
+        _pool.clear()
 
 
 def give_back(workspace: Optional[Workspace]) -> None:

@@ -101,7 +101,10 @@ class SteihaugSubproblem(QuadraticModel):
         g = self.jac
         n = g.size
         self._path_radius = radius
-        alphas, rrs, curvs, ends = [], [], [], []
+        alphas: list[float] = []
+        rrs: list[float] = []
+        curvs: list[float] = []
+        ends: list[float] = []
         self._alpha, self._rr, self._curv, self._end_sq = alphas, rrs, curvs, ends
         self._interior = None
         record = True
