@@ -3,16 +3,17 @@
 ``nad.value_and_grad`` and ``Objective.value_and_grad`` run the same compiled program
 (numba engine) at n = 1e6, at a new point every call: four arrays in turn (32 MB, as
 large as the last-level cache here, so a point is read from memory), or with
-``--hot`` a point written just before the call, as a solver's new iterate is. The
-contenders take turns call by call, in a new random order at every point, so that a
-shared, noisy machine slows all of them alike; each round prints medians, and the last line the
-overhead as a multiple of the kernel's time: the median over calls of each call's time
-over the kernel's call at the same point, minus one. Two objectives: the
-issue's (Rosenbrock) and a cheap one (sum of squares, a single pass over memory).
+``--hot`` a point written just before the call, as a solver's new iterate is. Two
+objectives: the issue's (Rosenbrock) and a cheap one (sum of squares, one pass over
+memory).
 
-The compiled runner is also called alone, without ``nad.value_and_grad``'s checks of
-``x`` (a finiteness test over x, which the Objective does not make): the last line
-gives the overhead against it too.
+The contenders take turns call by call, in a new random order at every point, so that
+a shared, noisy machine slows all of them alike. Each round prints medians; the last
+lines give the overhead as a multiple of the kernel's time: the median over calls of
+each call's time over the kernel's call at the same point, minus one. The compiled
+runner is also timed alone, without ``nad.value_and_grad``'s checks of ``x`` (a
+finiteness test over x, which the Objective does not make), and the overhead against
+it is printed too.
 
 ``--call fun`` or ``--call fun+jac`` times those calls of the Objective instead (scipy's
 ``minimize(obj.fun, x0, jac=obj.jac)``), against the same kernel.
