@@ -93,6 +93,26 @@ def _is_point(key: tuple | None, x: np.ndarray) -> bool:
     return x.tobytes() == data if data.__class__ is bytes else same_contents(x, data)
 
 
+class _GradientTwice:
+    """The gradient at a point, written twice by the kernel: in the record's array and in
+    one that no one has seen yet. :meth:`copy` gives the unseen array the first time (no
+    copy: the first caller owns it) and copies of the record's array after that."""
+
+    __slots__ = ("record", "unseen")
+
+    def __init__(self, record: np.ndarray, unseen: np.ndarray):
+        self.record = record
+        self.unseen: np.ndarray | None = unseen
+
+    def copy(self) -> np.ndarray:
+        """An array with the gradient that the caller owns (and may write into)."""
+        unseen = self.unseen
+        if unseen is None:
+            return self.record.copy()
+        self.unseen = None
+        return unseen
+
+
 class _Point:
     """What is known at the current point. When x changes every field is replaced at once
     (:meth:`move_to`), so nothing computed at one point is ever read at another.
@@ -105,18 +125,16 @@ class _Point:
     the compiled engines the value-and-gradient kernel writes that copy itself, in the
     loops that read x (:func:`_with_copies`).
 
-    ``grad`` is never handed out (callers get copies: they may write into what they get).
-    ``handout``, when set, is a second array holding the gradient that no one has seen
-    yet; the first caller to ask for the gradient gets it as it is, with no copy.
+    ``grad`` is never handed out: callers get ``grad.copy()`` (they may write into what
+    they get), which a :class:`_GradientTwice` answers without copying the first time.
     """
 
-    __slots__ = ("key", "x", "value", "grad", "handout", "linear", "products")
+    __slots__ = ("key", "x", "value", "grad", "linear", "products")
 
     key: tuple | None  # (shape, bytes) of a small point, (shape, private copy) of a large one
     x: np.ndarray | None  # a private copy of it, read by the linear runners
     value: Any  # f there, a 0-d array until fun asks for a float (None: not computed)
-    grad: np.ndarray | None  # ∇f there: the runner's array, handed out as copies
-    handout: np.ndarray | None  # ∇f there in an array no one holds yet (given once, uncopied)
+    grad: np.ndarray | _GradientTwice | None  # ∇f there, handed out as copies
     linear: Mapping[int | None, tuple]  # frame width -> (linear runner, its inputs before V)
     products: bool  # hessp ran here or residuals were made here: the next product linearises
 
@@ -126,7 +144,7 @@ class _Point:
     def clear(self, key: tuple | None) -> None:
         """Forget everything and stand for the point ``key``."""
         self.key = key
-        self.x = self.value = self.grad = self.handout = None
+        self.x = self.value = self.grad = None
         self.linear = _NO_LINEARIZATION
         self.products = False
 
@@ -157,7 +175,7 @@ class _Point:
             return False
         # clear(new), written out: this is the per-call path of small problems
         self.key = new
-        self.x = self.value = self.grad = self.handout = None
+        self.x = self.value = self.grad = None
         self.linear = _NO_LINEARIZATION
         self.products = False
         return True
@@ -402,8 +420,8 @@ class Objective:
         if vg is self._fun_runner:
             at.value, at.grad, _ = run(x, *data, out=(value, grad, kept))
         else:
-            at.value, at.handout, _, at.grad = run(x, *data, out=(value, np.empty(x.shape),
-                                                                      kept, grad))
+            at.value, unseen, _, _ = run(x, *data, out=(value, np.empty(x.shape), kept, grad))
+            at.grad = _GradientTwice(grad, unseen)
         self.nfev += 1
         self.njev += 1
 
@@ -437,12 +455,8 @@ class Objective:
         (9.0, array([ 3., 12.]))
         """
         at = self._evaluate(self._check(x))
-        g = at.handout
-        if g is None:  # a copy: the caller may write into it
-            # _evaluate computed the gradient (no assert: this is the per-call hot path)
-            return float(at.value), at.grad.copy()  # type: ignore[union-attr]
-        at.handout = None  # the array no one has seen, given once
-        return float(at.value), g
+        # _evaluate computed the gradient (no assert: this is the per-call hot path)
+        return float(at.value), at.grad.copy()  # type: ignore[union-attr]
 
     def fun(self, x: Any) -> float:
         """Return ``f(x)``; the gradient at ``x`` is computed in the same pass and kept.
@@ -500,13 +514,8 @@ class Objective:
         >>> obj.jac(np.array([1.0, 2.0]))
         array([ 3., 12.])
         """
-        at = self._evaluate(self._check(x))
-        g = at.handout
-        if g is None:  # a copy: the caller may write into it
-            # _evaluate computed the gradient (no assert: this is the per-call hot path)
-            return at.grad.copy()  # type: ignore[union-attr]
-        at.handout = None  # the array no one has seen, given once
-        return g
+        # _evaluate computed the gradient (no assert: this is the per-call hot path)
+        return self._evaluate(self._check(x)).grad.copy()  # type: ignore[union-attr]
 
     # ---- second order --------------------------------------------------------------------
     def _linearized(self, x: np.ndarray, k: int | None) -> tuple[Callable, tuple]:
