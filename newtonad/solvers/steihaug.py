@@ -16,6 +16,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .linalg import CONVERGED, NOT_POSITIVE, OUTSIDE, along, axpy, line_dots, steihaug_step
+from .scratch import POOL_FROM
 from .trust_region import QuadraticModel, boundary_intersections
 
 __all__ = ["SteihaugSubproblem"]
@@ -109,13 +110,19 @@ class SteihaugSubproblem(QuadraticModel):
         self._interior = None
         record = True
         max_records = max(1, min(PATH_MEMORY // (8 * n), self.maxiter + 1))
-        # the directions d_j: vectors kept from point to point (no new pages)
-        path = self._dirs = self.workspace.rows("steihaug-path", max_records, n)
+        # the directions d_j; z and r are set by the first step
+        if n < POOL_FROM:  # small: new arrays cost less than the workspace's lookups
+            path: Any = [-g]
+            z, r = np.empty(n), np.empty(n)
+        else:  # vectors kept from point to point and run to run (no new pages)
+            path = self.workspace.rows("steihaug-path", max_records, n)
+            z, r = self._vector("steihaug-z"), self._vector("steihaug-r")
+            np.negative(g, out=path[0])
+        self._dirs = path
+        d = path[0]
         gnorm = self.jac_mag
         tol2 = (min(0.5, gnorm) * gnorm) ** 2
         r2 = radius * radius
-        z, r = self._vector("steihaug-z"), self._vector("steihaug-r")  # set by the 1st step
-        d = np.negative(g, out=path[0])
         rr = gnorm * gnorm
         zz = zd = 0.0
         dd = rr
@@ -126,8 +133,14 @@ class SteihaugSubproblem(QuadraticModel):
                 break  # z is a valid, if truncated, step
             self.inner_iterations += 1
             bd = hv(d)
-            # d_{j+1} goes to the next row while the path is recorded, else over d_j
-            d_next = path[j + 1] if record and j + 1 < max_records else d
+            # d_{j+1} goes to the next path vector while the path is recorded, else over d_j
+            if not (record and j + 1 < max_records):
+                d_next = d
+            elif j + 1 < len(path):
+                d_next = path[j + 1]
+            else:  # a small problem's list of directions
+                d_next = np.empty(n)
+                path.append(d_next)
             # curv = d @ H d; unless the step leaves the ball or the curvature is not
             # positive: z += alpha d, r += alpha H d, d_next = beta d - r
             outcome, curv, alpha, end_sq, rr_new = steihaug_step(

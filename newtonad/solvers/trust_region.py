@@ -166,7 +166,7 @@ class QuadraticModel:
     def _vector(self, name: str) -> np.ndarray:
         """An uninitialised n-vector for a step or an inner loop's vector: the workspace's
         ``name`` when steps may live there and the vector is large, else a new array."""
-        n = self.jac.size
+        n = self.x.size
         if n < POOL_FROM or not self._steps_in_workspace:
             return np.empty(n)
         return self.workspace.vector(name, n)
