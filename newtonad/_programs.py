@@ -15,11 +15,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .ad import reroll
+from .ad import transforms as tf
 from .ad.engine import compile_program
 from .ad.numpy_api import fold_objects
+from .ad.primitives.elementwise import mul_p
 from .ad.program import Program, Slot
-from .ad.trace import interpret, trace_function
-from .ad.var import Var
+from .ad.trace import interpret, to_program, trace_function
+from .ad.var import Var, new_tracer
 
 FRAME_BUDGET = 1 << 24  # elements per frame chunk in jacobian / hessian (128 MiB of float64)
 
@@ -208,6 +210,34 @@ def run_derived(traced: Traced, kind: str, k: int | None, make: Callable[[], Any
         return interpret(program, [x, *args, *traced.closed, *extra])
     run = derive(traced, kind, k, make, engine)
     return list(run(x, *args, *traced.closed_values(), *extra))
+
+
+# ---- value and gradient with copies (Objective at a new large point) -----------------------
+
+def with_copies(program: Program, gradient_twice: bool = True) -> Program:
+    """``program``'s value-and-gradient program, returning ``(f, ∇f, x, ∇f)``, or
+    ``(f, ∇f, x)`` without ``gradient_twice``.
+
+    The extra outputs are ``x * 1`` and ``∇f * 1`` (exact: 1 is the identity of IEEE
+    multiplication): elementwise steps the numba engine fuses into the loops that read
+    ``x`` and write ``∇f``, so the kernel writes the private copy of a large point, and
+    the gradient in two arrays, with threads where its loops have them, instead of two
+    more serial passes over memory after it. (A plain repeated output would be a
+    separate copy loop; ``simplify`` would remove the ``* 1``, so it is not run here.)
+    """
+    vg = tf.value_and_grad_program(program)
+    roots = [new_tracer(slot) for slot in vg.in_slots]
+    y, g = interpret(vg, roots)
+    one = Var(np.ones(()), const=True)
+    outputs = [y, g, mul_p(roots[0], one)] + ([mul_p(g, one)] if gradient_twice else [])
+    copies, closed = to_program(roots, outputs)
+    assert not closed  # vg is closed: interpreting it reaches nothing outside roots
+    return copies
+
+
+def with_copy_of_x(program: Program) -> Program:
+    """:func:`with_copies` without the gradient's second array: ``(f, ∇f, x)``."""
+    return with_copies(program, gradient_twice=False)
 
 
 # ---- identity frames --------------------------------------------------------------------

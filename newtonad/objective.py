@@ -29,33 +29,27 @@ The counters ``nfev``, ``njev`` and ``nhev`` count what was really computed.
 
 from __future__ import annotations
 
-from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import api
+from ._hessian_matrices import HessianMatrices
+from ._point import SMALL_POINT_SIZE, GradientTwice, Point, is_point
 from ._programs import (
     Traced,
     as_data,
     as_frame,
     as_point,
     derive,
-    frame_chunks,
-    identity_columns,
     traced_at,
+    with_copies,
+    with_copy_of_x,
 )
 from .ad import transforms as tf
-from .ad.captures import same_contents
-from .ad.primitives.elementwise import mul_p
-from .ad.program import Program
-from .ad.trace import interpret, to_program
-from .ad.var import Var, new_tracer
 
-#: Points of up to this many entries are compared by their bytes: one memcmp, ~0.1 µs.
-_SMALL_POINT_SIZE = 2048
 #: From this many entries the value-and-gradient kernel writes the copies of a new point
-#: (x's, the gradient's: see _with_copies). Below, two serial copies around the kernel
+#: (x's, the gradient's: see with_copies). Below, two serial copies around the kernel
 #: cost less than passing it its output arrays (``value_and_grad`` of Rosenbrock at a new
 #: point, the two ways interleaved in one process, serial copies against the kernel's:
 #: n = 4096 3.6 against 4.8 µs a call, 16384 8.3 against 9.9 µs, 32768 even, 65536 34
@@ -68,156 +62,6 @@ _KERNEL_COPIES_FROM = 1 << 15
 #: whole HVP for 2-64 entries, even at 128-300).
 _LINEARIZE_FROM = 128
 _FLOAT64 = np.dtype(np.float64)
-#: Identity frames of up to this many bytes are kept by hess between points (n <= 1448).
-_KEEP_IDENTITY_BYTES = 16 * 2**20
-#: A point's linearisations before the first: shared and read-only, so clearing a point
-#: allocates nothing (the first linearisation there makes the point its own dict).
-_NO_LINEARIZATION: Mapping[int | None, tuple] = MappingProxyType({})
-
-
-def _new_key(key: tuple | None, x: np.ndarray) -> tuple | None:
-    """``None`` when ``x`` equals the point ``key`` was made from, else the key of ``x``
-    (its bytes, or for a large point a new private copy). :meth:`_Point.move_to` does the
-    same and reuses the old copy where it can."""
-    if x.size <= _SMALL_POINT_SIZE:
-        new = (x.shape, x.tobytes())
-        return None if new == key else new
-    return None if _is_point(key, x) else (x.shape, x.copy())
-
-
-def _is_point(key: tuple | None, x: np.ndarray) -> bool:
-    """Whether ``x`` equals the point ``key`` was made from (no key is made)."""
-    if key is None or key[0] != x.shape:
-        return False
-    data = key[1]
-    return x.tobytes() == data if data.__class__ is bytes else same_contents(x, data)
-
-
-class _GradientTwice:
-    """The gradient at a point, written twice by the kernel: in the record's array and in
-    one that no one has seen yet. :meth:`copy` gives the unseen array the first time (no
-    copy: the first caller owns it) and copies of the record's array after that."""
-
-    __slots__ = ("record", "unseen")
-
-    def __init__(self, record: np.ndarray, unseen: np.ndarray):
-        self.record = record
-        self.unseen: np.ndarray | None = unseen
-
-    def copy(self) -> np.ndarray:
-        """An array with the gradient that the caller owns (and may write into)."""
-        unseen = self.unseen
-        if unseen is None:
-            return self.record.copy()
-        self.unseen = None
-        return unseen
-
-
-class _Point:
-    """What is known at the current point. When x changes every field is replaced at once
-    (:meth:`move_to`), so nothing computed at one point is ever read at another.
-
-    A point is remembered by value (scipy passes copies of ``x``): small points by their
-    bytes, so the test is one bytes comparison; larger ones by a private copy whose first
-    entries are compared first (:func:`~newtonad.ad.captures.same_contents`: a new point
-    usually differs there, and is told apart at once), copied once on a miss, into the
-    previous point's copy when nothing else holds that (no allocation per point). Under
-    the compiled engines the value-and-gradient kernel writes that copy itself, in the
-    loops that read x (:func:`_with_copies`).
-
-    ``grad`` is never handed out: callers get ``grad.copy()`` (they may write into what
-    they get), which a :class:`_GradientTwice` answers without copying the first time.
-    """
-
-    __slots__ = ("key", "x", "value", "grad", "linear", "products")
-
-    key: tuple | None  # (shape, bytes) of a small point, (shape, private copy) of a large one
-    x: np.ndarray | None  # a private copy of it, read by the linear runners
-    value: Any  # f there, a 0-d array until fun asks for a float (None: not computed)
-    grad: np.ndarray | _GradientTwice | None  # ∇f there, handed out as copies
-    linear: Mapping[int | None, tuple]  # frame width -> (linear runner, its inputs before V)
-    products: bool  # hessp ran here or residuals were made here: the next product linearises
-
-    def __init__(self) -> None:
-        self.clear(None)
-
-    def clear(self, key: tuple | None) -> None:
-        """Forget everything and stand for the point ``key``."""
-        self.key = key
-        self.x = self.value = self.grad = None
-        self.linear = _NO_LINEARIZATION
-        self.products = False
-
-    def free_copy(self, x: np.ndarray) -> np.ndarray | None:
-        """The private copy of the last large point, when it can be overwritten with
-        ``x``: of x's shape, and no linearisation took it as an input (the operators
-        linearize_hessp handed out may still run there)."""
-        key = self.key
-        kept = key[1] if key is not None else None
-        if (kept.__class__ is np.ndarray and kept.shape == x.shape
-                and self.linear is _NO_LINEARIZATION):
-            return kept
-        return None
-
-    def move_to(self, x: np.ndarray) -> bool:
-        """Stand for ``x`` (a checked point); whether it is a new point (then cleared)."""
-        if x.size <= _SMALL_POINT_SIZE:
-            return self.move_to_small(x)
-        if _is_point(self.key, x):
-            return False
-        self.copy_in(x)
-        return True
-
-    def move_to_small(self, x: np.ndarray) -> bool:
-        """:meth:`move_to` for a point of at most ``_SMALL_POINT_SIZE`` entries."""
-        new = (x.shape, x.tobytes())
-        if new == self.key:  # a shape mismatch ends the comparison
-            return False
-        # clear(new), written out: this is the per-call path of small problems
-        self.key = new
-        self.x = self.value = self.grad = None
-        self.linear = _NO_LINEARIZATION
-        self.products = False
-        return True
-
-    def copy_in(self, x: np.ndarray) -> None:
-        """Stand for the new large point ``x``, copied into the last point's copy when
-        that is free (:meth:`free_copy`), else into a new array."""
-        key = self.key
-        kept = key[1] if key is not None else None
-        # free_copy, written out: this is the per-call path of first-order solvers
-        if (kept.__class__ is np.ndarray and kept.shape == x.shape
-                and self.linear is _NO_LINEARIZATION):
-            np.copyto(kept, x)
-        else:
-            kept = x.copy()
-        self.clear((x.shape, kept))
-
-
-def _with_copies(program: Program, gradient_twice: bool = True) -> Program:
-    """``program``'s value-and-gradient program, returning ``(f, ∇f, x, ∇f)``, or
-    ``(f, ∇f, x)`` without ``gradient_twice``.
-
-    The extra outputs are ``x * 1`` and ``∇f * 1`` (exact: 1 is the identity of IEEE
-    multiplication): elementwise steps the numba engine fuses into the loops that read
-    ``x`` and write ``∇f``, so the kernel writes the private copy of a large point, and
-    the gradient in two arrays, with threads where its loops have them, instead of two
-    more serial passes over memory after it. (A plain repeated output would be a
-    separate copy loop; ``simplify`` would remove the ``* 1``, so it is not run here.)
-    """
-    vg = tf.value_and_grad_program(program)
-    roots = [new_tracer(slot) for slot in vg.in_slots]
-    y, g = interpret(vg, roots)
-    one = Var(np.ones(()), const=True)
-    outputs = [y, g, mul_p(roots[0], one)] + ([mul_p(g, one)] if gradient_twice else [])
-    copies, closed = to_program(roots, outputs)
-    assert not closed  # vg is closed: interpreting it reaches nothing outside roots
-    return copies
-
-
-def _with_copy_of_x(program: Program) -> Program:
-    """:func:`_with_copies` without the gradient's second array: ``(f, ∇f, x)``."""
-    return _with_copies(program, gradient_twice=False)
 
 
 def _alternating(run: Callable) -> Callable:
@@ -235,7 +79,7 @@ def _alternating(run: Callable) -> Callable:
     return alternate
 
 
-class Objective:
+class Objective(HessianMatrices):
     """A scalar objective ``f(x, *args)`` with cached exact derivatives.
 
     Parameters
@@ -270,7 +114,7 @@ class Objective:
         self.sparse = bool(sparse)
         self._args_size = sum(int(np.size(a)) for a in self.args)
         self.nfev = self.njev = self.nhev = 0
-        self._at = _Point()
+        self._at = Point()
         self._runners: dict[tuple, tuple] = {}  # (shape, kind, k) -> (runner, its data inputs)
         # the last runner of each hot path, checked by shape alone (no dict lookup per call)
         self._vg_runner: tuple | None = None  # (shape, runner, data, copies)
@@ -321,14 +165,14 @@ class Objective:
         return x
 
     # ---- value and gradient ------------------------------------------------------------
-    def _evaluate(self, x: np.ndarray, give: bool = True) -> _Point:
+    def _evaluate(self, x: np.ndarray, give: bool = True) -> Point:
         """The current point, made ``x`` (a checked point) with its value and gradient.
 
         ``give``: the caller hands the gradient out (jac, value_and_grad), so at a new
         large point the kernel writes it twice; fun passes False.
         """
         at = self._at
-        if x.size <= _SMALL_POINT_SIZE:
+        if x.size <= SMALL_POINT_SIZE:
             if not at.move_to_small(x) and at.grad is not None:
                 return at
             if not self._second_order or self._small(x):
@@ -343,7 +187,7 @@ class Objective:
         elif self._second_order:  # Newton use: _linearized below runs another program
             if not at.move_to(x) and at.grad is not None:
                 return at
-        elif not _is_point(at.key, x):
+        elif not is_point(at.key, x):
             vg = self._vg_runner if give else self._fun_runner
             if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup
                 vg = self._value_and_grad_runner(x, give)
@@ -386,14 +230,14 @@ class Objective:
 
         ``copies`` is None, or for a point of ``_KERNEL_COPIES_FROM`` entries or more under
         an engine that takes ``out=``, the arrays of f and ∇f that the runner of
-        :func:`_with_copies` writes (it also writes x's private copy and, with ``give``,
-        ∇f in a new array for the first caller; fun's runner does not: a solver's line
-        search asks for f alone at some points).
+        :func:`~newtonad._programs.with_copies` writes (it also writes x's private copy and,
+        with ``give``, ∇f in a new array for the first caller; fun's runner does not: a
+        solver's line search asks for f alone at some points).
         """
         vg: tuple
         if x.size >= _KERNEL_COPIES_FROM:
-            kind, make = (("value_and_grad_copies", _with_copies) if give else
-                          ("value_and_grad_copy_x", _with_copy_of_x))
+            kind, make = (("value_and_grad_copies", with_copies) if give else
+                          ("value_and_grad_copy_x", with_copy_of_x))
             run, data = self._compiled(x, kind, 0, make)
             # the compiled engines' runners (numba, auto) take out= and reuse outputs
             if hasattr(run, "reusing_outputs"):
@@ -411,17 +255,17 @@ class Objective:
         return vg
 
     def _run_with_copies(self, x: np.ndarray, vg: tuple, kept: np.ndarray) -> None:
-        """Run the kernel of :func:`_with_copies` at x: x's copy into ``kept``, f and ∇f
-        into the runner's arrays (the next point overwrites them: ∇f is only handed out
-        as copies), and, for the runner of jac and value_and_grad, ∇f into a new array
-        that the first caller gets as it is."""
+        """Run the kernel of :func:`~newtonad._programs.with_copies` at x: x's copy into
+        ``kept``, f and ∇f into the runner's arrays (the next point overwrites them: ∇f
+        is only handed out as copies), and, for the runner of jac and value_and_grad, ∇f
+        into a new array that the first caller gets as it is."""
         _, run, data, (value, grad) = vg
         at = self._at
         if vg is self._fun_runner:
             at.value, at.grad, _ = run(x, *data, out=(value, grad, kept))
         else:
             at.value, unseen, _, _ = run(x, *data, out=(value, np.empty(x.shape), kept, grad))
-            at.grad = _GradientTwice(grad, unseen)
+            at.grad = GradientTwice(grad, unseen)
         self.nfev += 1
         self.njev += 1
 
@@ -431,7 +275,9 @@ class Objective:
         Parameters
         ----------
         x : array_like
-            The point: a finite float array of the shape ``f`` was written for.
+            The point: a float array of the shape ``f`` was written for (non-finite
+            entries are not refused: f gives what its NumPy code gives there, as a solver
+            expects of a trial point).
 
         Returns
         -------
@@ -445,7 +291,7 @@ class Objective:
         TypeError
             When ``x`` is not a float array, or ``f`` does not return a scalar array.
         ValueError
-            When ``x`` has non-finite entries, or ``f`` does not return a scalar.
+            When ``f`` does not return a scalar.
 
         Examples
         --------
@@ -464,7 +310,9 @@ class Objective:
         Parameters
         ----------
         x : array_like
-            The point: a finite float array of the shape ``f`` was written for.
+            The point: a float array of the shape ``f`` was written for (non-finite
+            entries are not refused: f gives what its NumPy code gives there, as a solver
+            expects of a trial point).
 
         Returns
         -------
@@ -476,7 +324,7 @@ class Objective:
         TypeError
             When ``x`` is not a float array, or ``f`` does not return a scalar array.
         ValueError
-            When ``x`` has non-finite entries, or ``f`` does not return a scalar.
+            When ``f`` does not return a scalar.
 
         Examples
         --------
@@ -493,7 +341,9 @@ class Objective:
         Parameters
         ----------
         x : array_like
-            The point: a finite float array of the shape ``f`` was written for.
+            The point: a float array of the shape ``f`` was written for (non-finite
+            entries are not refused: f gives what its NumPy code gives there, as a solver
+            expects of a trial point).
 
         Returns
         -------
@@ -505,7 +355,7 @@ class Objective:
         TypeError
             When ``x`` is not a float array, or ``f`` does not return a scalar array.
         ValueError
-            When ``x`` has non-finite entries, or ``f`` does not return a scalar.
+            When ``f`` does not return a scalar.
 
         Examples
         --------
@@ -553,7 +403,9 @@ class Objective:
         Parameters
         ----------
         x : array_like
-            The point: a finite float array of the shape ``f`` was written for.
+            The point: a float array of the shape ``f`` was written for (non-finite
+            entries are not refused: f gives what its NumPy code gives there, as a solver
+            expects of a trial point).
         reuse_output : bool, optional
             For inner loops: products of one vector may be written into two arrays the
             map owns, in turn, so a result is valid only until the second product after
@@ -570,7 +422,7 @@ class Objective:
         TypeError
             When ``x`` is not a float array, or ``f`` does not return a scalar array.
         ValueError
-            When ``x`` has non-finite entries, or ``f`` does not return a scalar.
+            When ``f`` does not return a scalar.
 
         Examples
         --------
@@ -584,7 +436,7 @@ class Objective:
         self._second_order = True
         linear: dict[int | None, tuple] = {}  # frame width -> (linear runner, its inputs)
         at = self._at
-        if at.x is not None and None in at.linear and _is_point(at.key, x):
+        if at.x is not None and None in at.linear and is_point(at.key, x):
             # x is the current point and its residuals are there (a Newton solver's
             # gradient pass made them): take them now, with the record's private copy
             # of x, which a linearisation keeps for good (no copy of x here)
@@ -634,7 +486,9 @@ class Objective:
         Parameters
         ----------
         x : array_like
-            The point: a finite float array of the shape ``f`` was written for.
+            The point: a float array of the shape ``f`` was written for (non-finite
+            entries are not refused: f gives what its NumPy code gives there, as a solver
+            expects of a trial point).
         p : array_like
             A direction shaped like ``x``, or a frame of shape ``x.shape + (k,)``.
 
@@ -648,8 +502,7 @@ class Objective:
         TypeError
             When ``x`` is not a float array, or ``f`` does not return a scalar array.
         ValueError
-            When ``p`` has another shape, ``x`` has non-finite entries, or ``f`` does
-            not return a scalar.
+            When ``p`` has another shape, or ``f`` does not return a scalar.
 
         Examples
         --------
@@ -687,147 +540,6 @@ class Objective:
             linear = self._linearized(x, k)
         linear_run, known = linear
         return linear_run(*known, p)[0]
-
-    def hess(self, x: Any) -> Any:
-        """Return the Hessian at ``x``: dense from identity frames in chunks, or sparse.
-
-        With ``sparse=True`` this is :meth:`sparse_hess`.
-
-        Parameters
-        ----------
-        x : array_like
-            The point: a finite float array of the shape ``f`` was written for.
-
-        Returns
-        -------
-        ndarray or scipy.sparse.csr_array
-            ``H(x)``, of shape ``x.shape + x.shape``; with ``sparse=True`` a
-            ``csr_array`` of shape ``(x.size, x.size)``.
-
-        Raises
-        ------
-        TypeError
-            When ``x`` is not a float array, or ``f`` does not return a scalar array.
-        ValueError
-            When ``x`` has non-finite entries, or ``f`` does not return a scalar.
-
-        Examples
-        --------
-        >>> import numpy as np, newtonad as nad
-        >>> obj = nad.Objective(lambda x: np.sum(x ** 3))
-        >>> obj.hess(np.array([1.0, 2.0]))
-        array([[ 6.,  0.],
-               [ 0., 12.]])
-        """
-        x = self._check(x)
-        if self.sparse:
-            return self.sparse_hess(x)
-        n = x.size
-        chunks = frame_chunks(n, n)
-        if len(chunks) == 1:
-            # One frame of n columns: one whole HVP pass. Residuals kept for later frames
-            # would not pay (a residual pass and a linear pass cost more than the one).
-            run, data = self._compiled(x, "hvp", n, lambda program: tf.hvp_program(program, n))
-            self.nhev += n
-            (frame,) = run(x, *data, self._identity_frame(x))
-            return frame.reshape(x.shape + x.shape)
-        out = np.empty((n, n))
-        lin = self.linearize_hessp(x)
-        for a, b in chunks:
-            E = identity_columns(n, a, b)
-            out[:, a:b] = lin(E.reshape(x.shape + (b - a,))).reshape(n, b - a)
-        return out.reshape(x.shape + x.shape)
-
-    def _identity_frame(self, x: np.ndarray) -> np.ndarray:
-        """The n x n identity as a frame at x's shape; kept (never written) up to
-        :data:`_KEEP_IDENTITY_BYTES`: trust-exact asks for a Hessian at every point, and
-        writing the identity cost as much as the product of a cheap Hessian with it."""
-        n = x.size
-        kept = self._identity
-        if kept is not None and kept.shape == x.shape + (n,):
-            return kept
-        eye = identity_columns(n, 0, n).reshape(x.shape + (n,))
-        if eye.nbytes <= _KEEP_IDENTITY_BYTES:
-            self._identity = eye
-        return eye
-
-    def _hessian_plan(self, x: np.ndarray, max_nnz: int | None = None) -> Any:
-        """The :class:`~newtonad.sparse.hessian.HessianPlan` of x's program: made once per
-        trace (``max_nnz``: raise :class:`~newtonad.ad.sparsity.PatternTooDense` early
-        rather than build a denser pattern; nothing is then kept)."""
-        from .sparse.hessian import hessian_plan
-
-        traced = self._traced(x)
-        return hessian_plan(traced.program, traced.derived, max_nnz)
-
-    def hess_sparsity(self, x: Any, max_nnz: int | None = None) -> Any:
-        """Return the structural non-zeros of the Hessian at x's program.
-
-        Parameters
-        ----------
-        x : array_like
-            A point: only its shape (and ``args``) matter.
-        max_nnz : int, optional
-            Raise :class:`~newtonad.ad.sparsity.PatternTooDense` as soon as the pattern
-            would have more non-zeros (a dense pattern is costly to propagate).
-
-        Returns
-        -------
-        scipy.sparse.csr_array of bool, shape (x.size, x.size)
-            Conservative: an entry left out is zero at every point.
-
-        Examples
-        --------
-        >>> import numpy as np, newtonad as nad
-        >>> obj = nad.Objective(lambda x: np.sum(x[1:] * x[:-1]))
-        >>> int(obj.hess_sparsity(np.ones(4)).nnz)
-        6
-        """
-        return self._hessian_plan(self._check(x), max_nnz).pattern.copy()
-
-    def sparse_hess(self, x: Any) -> Any:
-        """Return the Hessian at ``x`` as a sparse matrix, from one coloured HVP frame.
-
-        The pattern, its star colouring and the recovery plan are made once per traced
-        program; at each ``x`` one HVP pass of ``k`` = colours columns runs, and one
-        gather recovers the Hessian from it (no arithmetic: direct recovery).
-
-        Parameters
-        ----------
-        x : array_like
-            The point: a finite float array of the shape ``f`` was written for.
-
-        Returns
-        -------
-        scipy.sparse.csr_array of float64, shape (x.size, x.size)
-            ``H(x)``, symmetric, with the structural pattern of :meth:`hess_sparsity`.
-
-        Raises
-        ------
-        TypeError
-            When ``x`` is not a float array, or ``f`` does not return a scalar array.
-        ValueError
-            When ``x`` has non-finite entries, or ``f`` does not return a scalar.
-
-        Examples
-        --------
-        >>> import numpy as np, newtonad as nad
-        >>> obj = nad.Objective(lambda x: np.sum(x ** 3), sparse=True)
-        >>> obj.hess(np.array([1.0, 2.0])).toarray()
-        array([[ 6.,  0.],
-               [ 0., 12.]])
-        """
-        x = self._check(x)
-        plan = self._hessian_plan(x)
-        k = plan.width
-        if k == 0:
-            return plan.recover(np.zeros((x.size, 0)))
-        # One whole HVP pass: the Hessian is made once per point, so residuals kept for
-        # later products would not pay.
-        run, data = self._compiled(x, "hvp", k, lambda program: tf.hvp_program(program, k))
-        self.nhev += k
-        (frame,) = run(x, *data, plan.seed.reshape(x.shape + (k,)))
-        return plan.recover(frame)
 
     def __repr__(self) -> str:
         name = getattr(self.f, "__name__", type(self.f).__name__)

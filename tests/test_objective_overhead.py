@@ -10,13 +10,14 @@ import scipy.optimize
 
 import newtonad as nad
 from newtonad import objective
+from newtonad._point import SMALL_POINT_SIZE
 from newtonad.ad.captures import same_contents
 from newtonad.solvers import linalg
 from newtonad.solvers.problem import FlatProblem
 
 from .helpers import assert_close
 
-LARGE = 3 * objective._SMALL_POINT_SIZE  # points kept as a private copy, not as bytes
+LARGE = 3 * SMALL_POINT_SIZE  # points kept as a private copy, not as bytes
 COPIES = objective._KERNEL_COPIES_FROM  # ... which the value-and-gradient kernel writes
 
 

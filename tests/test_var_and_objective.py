@@ -9,9 +9,9 @@ import scipy.optimize
 
 import newtonad as nad
 from newtonad import objective
+from newtonad._point import new_key
 from newtonad.ad.primitives import elementwise as ew
 from newtonad.ad.program import Program, Slot, Step
-from newtonad.objective import _new_key
 
 from .helpers import assert_close
 
@@ -107,7 +107,7 @@ def test_objective_hessp_linearises_once_where_it_pays(n):
     original = obj._linearized
 
     def spy(x_, k):
-        calls.append(_new_key(obj._at.key, x_) is not None or k not in obj._at.linear)
+        calls.append(new_key(obj._at.key, x_) is not None or k not in obj._at.linear)
         return original(x_, k)
 
     obj._linearized = spy
@@ -234,3 +234,13 @@ def test_objective_cache_survives_mutation_of_inputs_and_results(n):
     assert_close(obj.hessp(x, p), scipy.optimize.rosen_hess_prod(x, p), 1e-12, 1e-12)
     assert obj.fun(x) == pytest.approx(scipy.optimize.rosen(x), rel=1e-13)
     assert obj.nfev == 2
+
+
+def test_objective_at_a_non_finite_point_gives_what_f_gives():
+    """A solver's trial point may overflow: the Objective evaluates f there (nan / inf),
+    as a scipy objective does, instead of raising, and the next finite point is exact."""
+    obj = nad.Objective(lambda x: np.sum(np.exp(x)), engine="numpy")
+    assert np.isnan(obj.fun(np.array([np.nan, 0.0])))
+    assert obj.fun(np.array([np.inf, 0.0])) == np.inf
+    assert np.isnan(obj.jac(np.array([np.nan, 0.0]))[0])
+    assert_close(obj.jac(np.array([0.0, 1.0])), np.exp([0.0, 1.0]))
