@@ -178,8 +178,8 @@ def _residual_reach(n: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarr
     Returns a boolean mask over the ``n`` nodes.
     """
     capacity = sparse.csr_array((caps, (tails, heads)), shape=(n, n))  # sums parallel edges
-    reach = np.zeros(n, dtype=bool)
     if capacity.nnz == 0 or int(capacity.data.max()) <= _INT32_MAX:
+        reach = np.zeros(n, dtype=bool)
         capacity.data = capacity.data.astype(np.int32)
         flow = csgraph.maximum_flow(capacity, s, t, method="dinic").flow
         residual = (capacity - flow).tocsr()  # a reverse edge: capacity 0 minus a negative flow
@@ -187,10 +187,16 @@ def _residual_reach(n: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarr
         residual.eliminate_zeros()
         reach[csgraph.breadth_first_order(residual, s, return_predecessors=False)] = True
         return reach
+    return _python_reach(n, tails, heads, caps, s, t)
+
+
+def _python_reach(n: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray,
+                  s: int, t: int) -> np.ndarray:
+    """:func:`_residual_reach` by :class:`_Flow`."""
     graph = _Flow(n)
-    coo = capacity.tocoo()
-    for u, v, c in zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist()):
+    for u, v, c in zip(tails.tolist(), heads.tolist(), caps.tolist()):
         graph.edge(u, v, c)
+    reach = np.zeros(n, dtype=bool)
     reach[list(graph.source_side(s, t))] = True
     return reach
 
