@@ -9,6 +9,11 @@ code outside it); names of arrays and of kernel-wide scalars are plain text.
 
 Index maps come from the planner: an axis index is a :data:`Dim` ``(loop variable or
 None, scale, offset)``, printed with the loop variables' names.
+
+Inside one loop nest, before its loops are written, statements are :class:`Placed` at
+the loop depth they need; a :class:`Columns` template holds those of the columns of a
+short innermost axis. The passes over these (:mod:`.passes`) run before the nest
+writer puts the statements into loops; the printer never sees them.
 """
 
 from __future__ import annotations
