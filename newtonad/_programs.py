@@ -39,7 +39,9 @@ def as_point(x: Any, what: str = "x") -> Any:
     if arr.dtype.kind != "f":
         raise TypeError(f"{what} must be a float array, got dtype {arr.dtype}")
     arr = np.asarray(arr, dtype=np.float64)
-    if not np.all(np.isfinite(arr)):
+    # a finite sum of squares means every entry is finite (nan and inf propagate): one
+    # BLAS pass instead of a mask; only an overflowing sum takes the exact test
+    if not math.isfinite(np.vdot(arr, arr)) and not np.all(np.isfinite(arr)):
         bad = np.flatnonzero(~np.isfinite(arr))
         raise ValueError(f"{what} has {bad.size} non-finite entries (first at flat index "
                          f"{bad[0]}); derivatives are only defined at finite points")
