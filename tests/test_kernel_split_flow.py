@@ -107,3 +107,22 @@ def test_every_statement_of_split_kernels_agrees_with_the_parser(monkeypatch):
               *(q for q in lin if hasattr(q, "steps"))):
         assert numba_engine.lower(p).chunks
     assert seen["simple"] > 5 * seen["parsed"] > 0
+
+
+def test_split_of_statements_printed_by_the_caller_is_the_same():
+    """A caller that has printed the statements already may pass their lines."""
+    from newtonad.ad.engine.loop_ir import Assign, Comment, For, Line, LoopVar, Scalar, Text
+    from newtonad.ad.engine.printer import Printer
+
+    header = [Line("b0 = x0"), Line("b1 = o0")]
+    body = [Comment("the first value"), Assign(Scalar("t0"), Text("b0[0] * 2.0"))]
+    for n in range(1, 12):
+        body += [Comment(f"step {n}"), Assign(Scalar(f"t{n}"), Text(f"t{n - 1} + b0[{n}]"))]
+    body += [For(LoopVar(0), 0, 3, (Assign(Text("b1[i0]"), Text("t11 * b0[i0]")),)),
+             Line("b1[0] += t3")]
+    printed = [Printer().stmt(s, "") for s in body]
+    expected = kernel_split.split(header, body, ["x0", "o0"], 4)
+    assert len(expected[1]) == 4
+    assert kernel_split.split(header, body, ["x0", "o0"], 4, printed=printed) == expected
+    with pytest.raises(ValueError, match="one printed entry per statement"):
+        kernel_split.split(header, body, ["x0", "o0"], 4, printed=printed[1:])

@@ -229,12 +229,12 @@ class _Block:
     definite: set[str]
 
 
-def _blocks(stmts: Sequence[Any]) -> list[_Block]:
+def _blocks(stmts: Sequence[Any], printed: Sequence[list[str]] | None = None) -> list[_Block]:
     out: list[_Block] = []
     pending: list[str] = []
     printer = Printer()
-    for s in stmts:
-        lines = printer.stmt(s, "")
+    for n, s in enumerate(stmts):
+        lines = printed[n] if printed is not None else printer.stmt(s, "")
         if isinstance(s, Comment):
             pending += lines
             continue
@@ -280,15 +280,20 @@ def _prologue(names: set[str], defs: dict[str, tuple[list[str], set[str]]]
 
 
 def split(header: Sequence[Any], body: Sequence[Any], kernel_args: Sequence[str],
-          max_lines: int = MAX_CHUNK_LINES) -> tuple[list[str], list[Chunk]]:
+          max_lines: int = MAX_CHUNK_LINES, printed: Sequence[list[str]] | None = None
+          ) -> tuple[list[str], list[Chunk]]:
     """Chunk functions and the driver's body for a kernel of ``header + body``.
 
     Returns ``(chunk_sources, chunks)``: the source of each chunk function (its
     ``def`` line and body, without decorator; the caller adds it) followed by the
-    driver body's lines, and a description of each chunk.
+    driver body's lines, and a description of each chunk. ``printed``: the source
+    lines of each statement of ``body``, unindented, as ``Printer().stmt(s, "")``
+    gives them, when the caller has printed them already (else they are printed here).
     """
     defs = _header_defs(header)
-    blocks = _blocks(body)
+    if printed is not None and len(printed) != len(body):
+        raise ValueError("kernel split: one printed entry per statement of the body")
+    blocks = _blocks(body, printed)
     groups: list[list[_Block]] = []
     size = 0
     for b in blocks:
