@@ -153,6 +153,8 @@ def columns_nest(k: int) -> list:
                                                                   ir.Load("x", (ROW,))))],
                   common=True),
         ir.Placed(1, [ir.Assign(prod, ir.Mul(ir.Load("V", (ROW, COL)), twice))], common=True),
+        # common, but it reads a local of each column: once per column too
+        ir.Placed(1, [ir.Assign(ir.placed_local("f", 2), ir.Mul(prod, twice))], common=True),
         ir.Placed(1, [ir.Assign(ir.Load("out", (ROW, COL)), prod)]),
         ir.Placed(0, [ir.Assign(acc, ir.Lit("0.0", True))]),
         ir.Placed(1, [ir.Reduce(acc, prod, REDUCE_SUM)]),
@@ -209,11 +211,12 @@ def test_written_out_columns_substitute_the_column_and_rename_locals():
     assert assigned.count("t5") == 1
     assert [n for n in assigned if n.startswith("t6")] == ["t6", "t6_1", "t6_2", "t6_3"]
     accs = [n for n in assigned if n.startswith("acc")]
-    assert len(set(accs)) == 3
-    for name in accs:
-        position = int(name[3:])
-        assert any(s.target.name == name for s in out[position].stmts
-                   if isinstance(s, ir.Assign))
+    assert len(set(accs)) == 3 and len({n for n in assigned if n.startswith("f")}) == 3
+    positional = [s.target for s in stmts if isinstance(s, ir.Assign)
+                  and isinstance(s.target, ir.Var) and s.target.stem in ("acc", "f")]
+    for v in positional:  # named by the position of the statement that assigns it
+        position = int(v.name[len(v.stem):])
+        assert any(s.target == v for s in out[position].stmts if isinstance(s, ir.Assign))
     comments = [s.text for s in stmts if isinstance(s, ir.Comment)]
     assert [c for c in comments if c.startswith("i1 = ")] == ["i1 = 0", "i1 = 1", "i1 = 2"]
 
@@ -222,7 +225,7 @@ def test_write_out_columns_keeps_the_template_past_the_options():
     placed = columns_nest(3)
     assert write_out_columns(placed, LoweringOptions(unroll=2)) is placed  # too many columns
     assert write_out_columns(placed, LoweringOptions(unroll=4, unroll_statements=5)) is placed
-    assert isinstance(placed[1], ir.Columns) and len(placed[1].template) == 6  # not changed
+    assert isinstance(placed[1], ir.Columns) and len(placed[1].template) == 7  # not changed
 
 
 def test_lowered_frames_write_short_columns_out():
