@@ -171,3 +171,30 @@ def test_first_cg_iteration_equals_the_one_from_zero_and_a_copy_bit_for_bit(n):
     expected = linalg.cg_update(0.37, d, bd, z0, r0, l1=True)
     assert got == expected
     assert np.array_equal(z, z0) and np.array_equal(r, r0)
+
+
+def test_one_by_one_trust_region_subproblem_matches_the_general_path_bit_for_bit(monkeypatch):
+    """GLTR's first Lanczos step often ends a subproblem: the 1 x 1 case runs on floats
+    (no array factorisation) and gives exactly what the array path gives (c as an array
+    takes that path)."""
+    from newtonad.solvers import tridiagonal
+    from newtonad.solvers.tridiagonal import solve_tridiagonal_trs
+
+    general_shift = tridiagonal._solve_shifted
+    rng = np.random.default_rng(6)
+    for _ in range(400):
+        t = float(10.0 ** rng.uniform(-3, 3))
+        c = float(rng.choice([-1.0, 1.0]) * 10.0 ** rng.uniform(-3, 3))
+        radius = float(10.0 ** rng.uniform(-3, 3))
+        lam0 = float(rng.choice([0.0, 10.0 ** rng.uniform(-3, 3)]))
+        monkeypatch.setattr(tridiagonal, "_solve_shifted", None)  # the float path only
+        fast = solve_tridiagonal_trs(np.array([t]), np.empty(0), c, radius, lam0)
+        monkeypatch.setattr(tridiagonal, "_solve_shifted", general_shift)
+        general = solve_tridiagonal_trs(np.array([t]), np.empty(0), np.array([c]), radius, lam0)
+        assert np.array_equal(fast.h, general.h) and fast.lam == general.lam
+        assert fast.hits_boundary == general.hits_boundary
+    # not positive definite, nan: the general path (its own handling, its own errors)
+    sol = solve_tridiagonal_trs(np.array([-2.0]), np.empty(0), 1.0, 0.5)
+    assert sol.hits_boundary and abs(sol.h[0]) == pytest.approx(0.5) and sol.lam >= 2.0
+    with pytest.raises(ValueError, match="finite"):
+        solve_tridiagonal_trs(np.array([np.nan]), np.empty(0), 1.0, 0.5)

@@ -107,6 +107,10 @@ def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c, radius: float,
         ``h`` with ``(T + lam I) h = -c``, ``T + lam I`` positive semidefinite,
         ``lam >= 0`` and ``lam (radius - ||h||) = 0``.
     """
+    if np.size(diag) == 1 and isinstance(c, (float, int, np.floating)):
+        one = _solve_one(float(np.reshape(diag, -1)[0]), -float(c), radius, lam0)
+        if one is not None:
+            return one
     diag = np.asarray(diag, dtype=np.float64)
     off = np.asarray(off, dtype=np.float64)
     if isinstance(c, (float, int, np.floating)):
@@ -168,6 +172,51 @@ def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c, radius: float,
     h = sol[2]
     h *= radius / _norm(h)  # remove the last rounding in the norm
     return TRSSolution(h, lam, True)
+
+
+def _solve_one(t: float, rhs: float, radius: float, lam0: float) -> TRSSolution | None:
+    """:func:`solve_tridiagonal_trs` for a 1 x 1 positive ``T = [t]`` and ``c = -rhs``, on
+    Python floats: the operations of the general path in its order (a first Lanczos step
+    ends many subproblems, where the general path's array calls cost 20 µs), so the
+    result is the same to the last bit. ``None`` where that path would leave the
+    positive definite case (``t <= 0``, a value that is not finite): solve it there."""
+    if not (0.0 < t < math.inf and math.isfinite(rhs) and 0.0 < radius < math.inf):
+        return None
+    lam, lo = 0.0, 0.0
+    d = t + lam0
+    if lam0 > 0.0 and d > 0.0 and math.sqrt((rhs / d) * (rhs / d)) >= radius:
+        lam = lo = lam0
+        h = rhs / d
+    else:
+        d = t + 0.0
+        h = rhs / d
+        if math.sqrt(h * h) <= radius:
+            return TRSSolution(np.array([h]), 0.0, False)
+        if lam0 > lam:  # a warm start right of 0: use it if it is left of the root
+            dw = t + lam0
+            if dw > 0.0 and math.sqrt((rhs / dw) * (rhs / dw)) >= radius:
+                lam, d, h = lam0, dw, rhs / dw
+    for _ in range(_MAXITER):
+        hn = math.sqrt(h * h)
+        if abs(hn - radius) <= _RTOL * radius:
+            break
+        s = h / d
+        hs = h * s
+        step = (hn / radius - 1.0) * hn * hn / hs
+        new = lam + step
+        if new <= lo:
+            new = lo + 0.1 * (lam - lo)
+        if new == lam:
+            break
+        d_new = t + new
+        if not d_new > 0.0:  # rounding at the pole: stay right of it
+            new = lo + 0.5 * (lam - lo)
+            d_new = t + new
+            if not d_new > 0.0:
+                break
+        lam, d, h = new, d_new, rhs / d_new
+    h *= radius / math.sqrt(h * h)  # remove the last rounding in the norm
+    return TRSSolution(np.array([h]), lam, True)
 
 
 def _dense_solution(diag: np.ndarray, off: np.ndarray, rhs: np.ndarray, radius: float
