@@ -183,7 +183,8 @@ def test_one_by_one_trust_region_subproblem_matches_the_general_path_bit_for_bit
     general_shift = tridiagonal._solve_shifted
     rng = np.random.default_rng(6)
     for _ in range(400):
-        t = float(10.0 ** rng.uniform(-3, 3))
+        t = float(rng.choice([-1.0, 1.0, 1.0]) * 10.0 ** rng.uniform(-3, 3))
+        t = 0.0 if rng.uniform() < 0.05 else t  # singular
         c = float(rng.choice([-1.0, 1.0]) * 10.0 ** rng.uniform(-3, 3))
         radius = float(10.0 ** rng.uniform(-3, 3))
         lam0 = float(rng.choice([0.0, 10.0 ** rng.uniform(-3, 3)]))
@@ -193,8 +194,8 @@ def test_one_by_one_trust_region_subproblem_matches_the_general_path_bit_for_bit
         general = solve_tridiagonal_trs(np.array([t]), np.empty(0), np.array([c]), radius, lam0)
         assert np.array_equal(fast.h, general.h) and fast.lam == general.lam
         assert fast.hits_boundary == general.hits_boundary
-    # not positive definite, nan: the general path (its own handling, its own errors)
-    sol = solve_tridiagonal_trs(np.array([-2.0]), np.empty(0), 1.0, 0.5)
-    assert sol.hits_boundary and abs(sol.h[0]) == pytest.approx(0.5) and sol.lam >= 2.0
+    # the hard case (c = 0 with t < 0) and nan: the general path, its own errors
+    sol = solve_tridiagonal_trs(np.array([-2.0]), np.empty(0), 0.0, 0.5)
+    assert sol.hits_boundary and abs(sol.h[0]) == pytest.approx(0.5) and sol.lam == 2.0
     with pytest.raises(ValueError, match="finite"):
         solve_tridiagonal_trs(np.array([np.nan]), np.empty(0), 1.0, 0.5)

@@ -175,12 +175,12 @@ def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c, radius: float,
 
 
 def _solve_one(t: float, rhs: float, radius: float, lam0: float) -> TRSSolution | None:
-    """:func:`solve_tridiagonal_trs` for a 1 x 1 positive ``T = [t]`` and ``c = -rhs``, on
-    Python floats: the operations of the general path in its order (a first Lanczos step
-    ends many subproblems, where the general path's array calls cost 20 µs), so the
-    result is the same to the last bit. ``None`` where that path would leave the
-    positive definite case (``t <= 0``, a value that is not finite): solve it there."""
-    if not (0.0 < t < math.inf and math.isfinite(rhs) and 0.0 < radius < math.inf):
+    """:func:`solve_tridiagonal_trs` for a 1 x 1 ``T = [t]`` and ``c = -rhs``, on Python
+    floats: the operations of the general path in its order (a first Lanczos step ends
+    many subproblems, where the general path's array calls cost 20 µs), so the result is
+    the same to the last bit. ``None`` where that path would give up on the shifts or
+    meet the hard case, or for values that are not finite: solve it there."""
+    if not (math.isfinite(t) and math.isfinite(rhs) and 0.0 < radius < math.inf):
         return None
     lam, lo = 0.0, 0.0
     d = t + lam0
@@ -189,10 +189,25 @@ def _solve_one(t: float, rhs: float, radius: float, lam0: float) -> TRSSolution 
         h = rhs / d
     else:
         d = t + 0.0
-        h = rhs / d
-        if math.sqrt(h * h) <= radius:
-            return TRSSolution(np.array([h]), 0.0, False)
-        if lam0 > lam:  # a warm start right of 0: use it if it is left of the root
+        if d > 0.0:
+            h = rhs / d
+            if math.sqrt(h * h) <= radius:
+                return TRSSolution(np.array([h]), 0.0, False)
+        else:  # not positive definite: start just right of the pole at -t
+            lo = max(0.0, -t)
+            shift = 1e-10 * max(1.0, abs(t), 0.0)
+            for _ in range(_MAX_SHIFTS):
+                lam = lo + shift
+                d = t + lam
+                if d > 0.0:
+                    break
+                shift *= 10.0
+            else:
+                return None
+            h = rhs / d
+            if math.sqrt(h * h) <= radius:
+                return None  # the hard case
+        if lam0 > lam:  # a warm start right of the left point: use it if left of the root
             dw = t + lam0
             if dw > 0.0 and math.sqrt((rhs / dw) * (rhs / dw)) >= radius:
                 lam, d, h = lam0, dw, rhs / dw
