@@ -11,10 +11,11 @@ directories::
 Programs: the problems of ``benchmarks/compare.py`` and of the engine corpus
 (``benchmarks/engine_corpus/make_corpus.py``: Rosenbrock, logistic regression, least
 squares, the minimal surface, every built-in problem at its default size and fifteen
-at large sizes), each as the value, value-and-gradient, HVP (single and frames) and
-linearised-HVP programs. Each is lowered under several :class:`LoweringOptions`: the
-shipped settings (``current``), two threads (parallel loops), small row blocks
-(regions at small sizes), and unrolling off / wider (the column pass at its bounds).
+at large sizes) and two long traced loops (kernels split into chunks), each as the
+value, value-and-gradient, HVP (single and frames) and linearised-HVP programs. Each
+is lowered under several :class:`LoweringOptions`: the shipped settings
+(``current``), two threads (parallel loops), small row blocks (regions at small
+sizes), and unrolling off / wider (the column pass at its bounds).
 ``--quick`` keeps the small sizes only.
 """
 
@@ -47,6 +48,30 @@ def least_squares(x, A, b):
     return 0.5 * np.sum((A @ x - b) ** 2)
 
 
+def rosen_loop(x):
+    s = 0.0
+    for i in range(len(x) - 1):
+        s = s + 100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2
+    return s
+
+
+def rosen_blocks(x):
+    s = 0.0
+    for a in range(0, x.shape[0] - 4, 4):
+        lo, hi = x[a:a + 4], x[a + 1:a + 5]
+        s = s + np.sum(100 * (hi - lo ** 2) ** 2 + (1 - lo) ** 2)
+    return s
+
+
+def long_form(f, n):
+    """The program of ``f`` as traced, step by step (no loop re-rolling): long kernels,
+    split into chunk functions."""
+    from newtonad.ad.program import Slot
+    from newtonad.ad.trace import trace_function
+
+    return trace_function(f, [Slot((n,))]).program
+
+
 LARGE = (("chained-rosenbrock", 10**5), ("extended-rosenbrock", 10**5),
          ("minimal-surface", 256**2), ("dixmaana", 3 * 10**4), ("broyden-tridiagonal", 10**5),
          ("arwhead", 10**5), ("engval1", 10**5), ("tridia", 10**5), ("quartc", 10**5),
@@ -70,6 +95,8 @@ def cases(quick: bool) -> list[tuple[str, Callable[[], Any], bool]]:
     for m in (128,) if quick else (128, 512):
         out.append((f"surface-{m}",
                     lambda m=m: nad.trace(surface, np.zeros((m, m)), np.array(0.1)), True))
+    out.append(("rosenloop-301", lambda: long_form(rosen_loop, 301), False))
+    out.append(("rosenblocks-201", lambda: long_form(rosen_blocks, 201), False))
     for p in problems.all_problems():
         out.append((f"prob-{p.name}-{p.n}", lambda p=p: nad.trace(p.fun, p.x0), False))
     if not quick:
