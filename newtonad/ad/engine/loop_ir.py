@@ -206,7 +206,7 @@ class For:
     read at run time instead (:func:`.passes.run_time_extents`).
     """
 
-    var: Union[Var, LoopVar]
+    var: Union[Var, LoopVar, Text]
     start: Any
     stop: Any
     body: tuple[Any, ...]

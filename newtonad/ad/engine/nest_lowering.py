@@ -86,7 +86,7 @@ class NestWriter:
         self.nest = nest
         self.levels = len(nest.space) if levels is None else levels
         self.flat: set[int] = set()     # slots read or written through flat views
-        self.placed: list[Placed] = []
+        self.placed: list[Any] = []  # Placed, and a Columns template last
         self.memo: dict[tuple, tuple[Any, int]] = {}  # (slot, map) -> (atom, depth)
         self.uses: Counter[int] = Counter()
         self.products: dict[Var, tuple[tuple[Any, int], tuple[Any, int]]] = {}

@@ -315,8 +315,8 @@ class Generator:
         views: list[Any] = []
         for i in sorted(region.blocked - set(self.plan.views)):
             self.note_read(item, i)
-            src = f"b{i}[:nb]" if i in region.local else f"b{i}[r0:r0 + nb]"
-            views.append(Line(f"k{i} = {src}"))
+            rows_of = f"b{i}[:nb]" if i in region.local else f"b{i}[r0:r0 + nb]"
+            views.append(Line(f"k{i} = {rows_of}"))
         for v, src in self.plan.views.items():
             if v in region.blocked:
                 shape = ("nb",) + tuple(str(n) for n in self.slots[v].shape[1:])
