@@ -48,7 +48,7 @@ from .numba_plan import Nest, Opaque, Plan
 from .opaque_lowering import LOWERINGS, summed_einsum
 from .options import LoweringOptions
 from .passes import parallel_chunks, run_time_extents
-from .printer import print_lines
+from .printer import Printer, print_lines
 from .row_blocks import RowBlock
 from .where import Where
 
@@ -342,14 +342,16 @@ def module_source(program: Program, header: list[Any], body: list[Any], args: li
         return (f"@njit(cache=True, nogil=True, error_model=\"numpy\", fastmath={flags}"
                 + (", parallel=True)" if par else ")"))
 
-    body_lines = print_lines(header + body, "    ")
+    printed = [Printer().stmt(s, "") for s in body]  # each statement's lines, unindented
+    body_lines = print_lines(header, "    ") + ["    " + line for lines in printed
+                                                for line in lines]
     chunks: tuple = ()
     functions = [decorator(parallel), f"def kernel({', '.join(args)}):",
                  *body_lines, "    return None", ""]
     bound = kernel_split.MAX_CHUNK_LINES
     if code_line_count(body_lines) > max(bound, kernel_split.SPLIT_FROM_LINES):
         try:
-            sources, chunk_list = split(header, body, args, bound)
+            sources, chunk_list = split(header, body, args, bound, printed=printed)
         except ValueError:  # not splittable (never met): one function, as before
             sources = []
         if sources:
