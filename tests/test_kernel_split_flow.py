@@ -56,24 +56,62 @@ OTHER = [
     "r4 = [q for q in z]",
     "r4 = (yield z)",
     "r4 = é + a",
-    "for i0 in range(n):\n    o[i0] += t2",
-    "if a > b:\n    c = a",
+    "for i0 in range(n):\n    o[i0] += t2\nelse:\n    q = 1",
+    "if a > b:\n    c = a\nelif b:\n    c = b",
+    "while a:\n    a = a - 1",
+    "for c in prange(4):  # 4 chunks\n    o[c] = 1",
+    "r4 = (a +\n      b)",
+    "for i, j in z:\n    o[i] = j",
+    "if a: b = 1",
     "r4 = a; r5 = b",
     "r4 /= a",
     "np.copyto(o1, x0)",
 ]
 
 
+NESTS = [
+    "for i0 in range(n):\n    o[i0] += t2",
+    "if a > b:\n    c = a",
+    "if a > b:\n    c = a\nelse:\n    c = b\nd = c + e",
+    "t1 = a + b\nt2 = t1 * c\nfor i0 in range(n):\n    o[i0] += t2 * i0\n    u = i0\n"
+    "r = r + 1\n",
+    "for i0 in range(n8):\n    # s708:f64[8] = square(s707)\n    t708 = (b0[i0 + 512] * b0[i0])\n"
+    "    r715 += t708\n    for i1 in range(3):\n        if i1 >= 1 and i1 < 7:\n"
+    "            t9 = t708 * b1[i0, i1]\n        else:\n            t9 = 0.0\n"
+    "        o1[i0, i1] = t9 + u\n    v = t9\nw = v + t9",
+    "for k in ((0, 3), (3, 8)):\n    lo = k[0]\n    o[lo] = lo",
+    "if t5 > r7 or t5 != t5:\n    r7 = t5",
+    "for i0 in range(4):\n    acc = acc + x[i0]\nacc += 1.0",
+    "math[0] = 1\nx = 2",
+    "np += 1\nx = np",
+    "for i in range(3):\n    min[i] = i\n\n    # a comment\nq = i",
+]
+
+
+@pytest.mark.parametrize("source", NESTS)
+def test_loop_nests_are_read_off_the_text_as_the_parser_reads_them(source):
+    assert kernel_split._text_flow(source) is not None
+    assert kernel_split.flow(source) == parsed_flow(source)
+
+
 @pytest.mark.parametrize("source", SIMPLE)
 def test_simple_assignments_are_read_off_the_text_as_the_parser_reads_them(source):
-    assert kernel_split._simple_flow(source) is not None
+    assert kernel_split._text_flow(source) is not None
     assert kernel_split.flow(source) == parsed_flow(source)
 
 
 @pytest.mark.parametrize("source", OTHER)
 def test_other_statements_go_to_the_parser(source):
-    assert kernel_split._simple_flow(source) is None
+    assert kernel_split._text_flow(source) is None
     assert kernel_split.flow(source) == parsed_flow(source)
+
+
+@pytest.mark.parametrize("source", ["for i0 in range(n):\n  o[i0] = 1\n o[0] = 2",
+                                    "for i0 in range(n):\no[i0] = 1", "  a = 1"])
+def test_bad_indentation_is_left_to_the_parser(source):
+    assert kernel_split._text_flow(source) is None
+    with pytest.raises(SyntaxError):
+        kernel_split.flow(source)
 
 
 def test_every_statement_of_split_kernels_agrees_with_the_parser(monkeypatch):
@@ -85,7 +123,7 @@ def test_every_statement_of_split_kernels_agrees_with_the_parser(monkeypatch):
     flow = kernel_split.flow
 
     def checked(source):
-        if kernel_split._simple_flow(source) is None:
+        if kernel_split._text_flow(source) is None:
             seen["parsed"] += 1
         else:
             seen["simple"] += 1

@@ -163,7 +163,7 @@ def flow(source: str) -> tuple[set[str], set[str], set[str]]:
     ``exposed``: local names read before being written (globals excluded);
     ``written``: names assigned; ``definite``: names assigned on every path.
     """
-    simple = _simple_flow(source)
+    simple = _text_flow(source)
     if simple is not None:
         return simple
     f = _Flow()
@@ -173,17 +173,22 @@ def flow(source: str) -> tuple[set[str], set[str], set[str]]:
     return f.exposed - GLOBALS, f.written, f.definite
 
 
-# Most statements of a long kernel are one-line assignments of an expression to a name or
-# to an array element (``t12 = (t10 * b0[3])``). Parsing each with ``ast`` cost ~12 us,
-# more than generating it; for these the names are read off the text. Anything else –
-# several lines, strings, comments, colons (slices, lambdas), keyword arguments, other
-# keywords, tuple targets – goes to ``ast``. tests/test_kernel_split_flow.py checks that
-# both agree.
+# A long kernel's statements are assignments of expressions to names or array elements
+# (``t12 = (t10 * b0[3])``), one per line, and loop nests of them under ``for`` and
+# ``if``. Parsing each statement with ``ast`` cost ~12 us a line, more than generating
+# it; for these forms the same analysis as :class:`_Flow` reads the names off the text,
+# line by line, following the indentation. Anything else – strings, comments after code,
+# colons other than a block's (slices, lambdas), keyword arguments, other keywords,
+# ``elif``, ``while``, ``for ... else``, tuple targets, lines continued in brackets –
+# goes to ``ast``. tests/test_kernel_split_flow.py checks that both agree.
 
 #: ``target op value``: a name or one subscript of a name, ``=``, ``+=``, ``-=`` or ``*=``.
 _SIMPLE_ASSIGN = re.compile(
     r"(?P<name>[A-Za-z_]\w*)(?P<index>\[[^\[\]'\"#:;\\{}=]*\])? (?P<op>[-+*]?=) "
-    r"(?P<value>[^'\"#:;\\{}\n]+)")
+    r"(?P<value>[^'\"#:;\\{}]+)")
+#: ``for name in iterable:`` and ``if test:`` (a colon only at the end).
+_FOR = re.compile(r"for (?P<name>[A-Za-z_]\w*) in (?P<value>[^'\"#:;\\{}]+):")
+_IF = re.compile(r"if (?P<value>[^'\"#:;\\{}]+):")
 #: A name where it is read: not an attribute (after a dot) nor inside a number (``1e5``).
 _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 #: ``=`` that is not part of ``==``, ``<=``, ``>=``, ``!=``: a keyword argument.
@@ -196,24 +201,113 @@ _OTHER_KEYWORDS = frozenset(keyword.kwlist) - _EXPRESSION_WORDS - {"True", "Fals
 _NOT_LOCALS = GLOBALS | _EXPRESSION_WORDS | {"True", "False", "None"}
 
 
-def _simple_flow(source: str) -> tuple[set[str], set[str], set[str]] | None:
-    """:func:`flow` of a one-line assignment of the simple form above; ``None`` otherwise."""
-    m = _SIMPLE_ASSIGN.fullmatch(source.rstrip("\n")) if source.isascii() else None
-    if m is None:
+class _NotPlain(Exception):
+    """The text is not of the forms :func:`_text_flow` reads."""
+
+
+class _TextFlow:
+    """:class:`_Flow` on lines of text of the plain forms above (``_NotPlain`` otherwise)."""
+
+    def __init__(self, lines: list[tuple[int, str]]) -> None:
+        self.lines = lines  # (indentation, text) of each line of code
+        self.exposed: set[str] = set()
+        self.written: set[str] = set()
+
+    @staticmethod
+    def reads(expr: str) -> set[str]:
+        if "=" in expr and _LONE_EQUALS.search(expr):
+            raise _NotPlain
+        names = _NAME.findall(expr)
+        if not _OTHER_KEYWORDS.isdisjoint(names):
+            raise _NotPlain
+        return set(names) - _NOT_LOCALS
+
+    def store(self, name: str, defined: set[str]) -> None:
+        if name in _OTHER_KEYWORDS:
+            raise _NotPlain
+        defined.add(name)
+        self.written.add(name)
+
+    def block(self, i: int, defined: set[str]) -> int:
+        """The statements from line ``i`` at its indentation; the index after them."""
+        lines = self.lines
+        indent = lines[i][0]
+        while i < len(lines) and lines[i][0] == indent:
+            text = lines[i][1]
+            m = _SIMPLE_ASSIGN.fullmatch(text)
+            if m is not None:
+                name, index, op, value = m.group("name", "index", "op", "value")
+                reads = self.reads(f"{value} {index}" if index else value)
+                if index or op != "=":  # a[i] = v reads a; x += v reads x
+                    reads.add(name)
+                self.exposed |= reads - defined
+                if not index:
+                    self.store(name, defined)
+                i += 1
+                continue
+            m = _FOR.fullmatch(text)
+            if m is not None:
+                self.exposed |= self.reads(m["value"]) - defined
+                inner = set(defined)
+                self.store(m["name"], inner)
+                i = self.body(i + 1, indent, inner)
+                continue
+            m = _IF.fullmatch(text)
+            if m is not None:
+                self.exposed |= self.reads(m["value"]) - defined
+                i = self.body(i + 1, indent, set(defined))
+                if i < len(lines) and lines[i] == (indent, "else:"):
+                    i = self.body(i + 1, indent, set(defined))
+                continue
+            raise _NotPlain
+        if i < len(lines) and lines[i][0] > indent:
+            raise _NotPlain  # an unexpected indentation
+        return i
+
+    def body(self, i: int, indent: int, defined: set[str]) -> int:
+        if i >= len(self.lines) or self.lines[i][0] <= indent:
+            raise _NotPlain  # an empty block
+        return self.block(i, defined)
+
+
+def _text_flow(source: str) -> tuple[set[str], set[str], set[str]] | None:
+    """:func:`flow` of statements of the plain forms above; ``None`` for other text."""
+    if not source.isascii():
         return None
-    name, index, op, value = m.group("name", "index", "op", "value")
-    if "=" in value and _LONE_EQUALS.search(value) or name in _OTHER_KEYWORDS:
-        return None
-    names = _NAME.findall(f"{value} {index}" if index else value)
-    if not _OTHER_KEYWORDS.isdisjoint(names):
-        return None
-    reads = set(names) - _NOT_LOCALS
-    if index or op != "=":  # an element is stored into its array; x += v reads x
-        if name not in GLOBALS:
+    if "\n" not in source:  # most statements: one assignment, read directly
+        m = _SIMPLE_ASSIGN.fullmatch(source)
+        if m is None:
+            return None
+        name, index, op, value = m.group("name", "index", "op", "value")
+        try:
+            reads = _TextFlow.reads(f"{value} {index}" if index else value)
+        except _NotPlain:
+            return None
+        if index or op != "=":  # a[i] = v reads a; x += v reads x
             reads.add(name)
-    if index:
-        return reads, set(), set()
-    return reads, {name}, {name}
+        if index:
+            return reads - _NOT_LOCALS, set(), set()
+        if name in _OTHER_KEYWORDS:
+            return None
+        return reads - _NOT_LOCALS, {name}, {name}
+    lines = []
+    for line in source.split("\n"):
+        text = line.lstrip(" ")
+        if not text or text.startswith("#"):
+            continue
+        if text.count("(") != text.count(")") or text.count("[") != text.count("]"):
+            return None  # continued on the next line
+        lines.append((len(line) - len(text), text.rstrip(" ")))
+    if not lines or lines[0][0] != 0:
+        return None
+    f = _TextFlow(lines)
+    defined: set[str] = set()
+    try:
+        if f.block(0, defined) != len(lines):
+            return None
+    except _NotPlain:
+        return None
+    return f.exposed - GLOBALS, f.written, defined
 
 
 # ---- the split ----------------------------------------------------------------------------------
