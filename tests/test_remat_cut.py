@@ -111,3 +111,11 @@ def test_choose_on_arrays_whose_bytes_exceed_32_bits():
     # the same program at a small size makes the same choice (all costs scale alike)
     small = _choice_inputs(_surface, Slot((64, 64)), 2)
     assert [len(c) for c in remat.choose(*small)] == [len(stored), len(recomputed)]
+
+
+def test_cost_of_recomputing_a_barrier_is_an_error():
+    jp, kind, needed = _choice_inputs(_mixed, Slot((6,)), 3)
+    barrier = next(s.output for s in jp.steps
+                   if kind[s.output] == "known" and remat.recompute_cost(jp, s) is None)
+    with pytest.raises(ValueError, match="a barrier: it cannot be recomputed"):
+        remat.cost(jp, [], [barrier])

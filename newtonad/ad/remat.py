@@ -264,8 +264,14 @@ def choose(program: Program, kind: dict[int, str], needed: Iterable[int]
 def cost(program: Program, stored: Iterable[int], recomputed: Iterable[int]) -> int:
     """The measure :func:`choose` minimises: stored bytes plus recomputed work."""
     producer = {s.output: s for s in program.steps}
-    return (sum(_bytes(program.slots[i]) for i in stored)
-            + sum(recompute_cost(program, producer[i]) for i in recomputed))
+    work = 0
+    for i in recomputed:
+        c = recompute_cost(program, producer[i])
+        if c is None:
+            raise ValueError(f"slot {i} is made by {producer[i].primitive}, a barrier: it "
+                             "cannot be recomputed, only stored")
+        work += c
+    return sum(_bytes(program.slots[i]) for i in stored) + work
 
 
 __all__ = ["choose", "cost", "recompute_cost", "slot_kinds"]
