@@ -46,7 +46,8 @@ def _reach(n, edges, s, t):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_residual_reach_is_the_smallest_source_side_of_the_minimum_cuts(seed):
+def test_residual_reach_is_the_smallest_source_side_of_the_minimum_cuts(seed, monkeypatch):
+    monkeypatch.setattr(remat, "_COMPILED_FLOW_FROM_NODES", 0)  # scipy's flow at every size
     rng = np.random.default_rng(seed)
     n = int(rng.integers(3, 9))
     edges = _random_graph(rng, n) or [(0, n - 1, 1)]
@@ -55,6 +56,8 @@ def test_residual_reach_is_the_smallest_source_side_of_the_minimum_cuts(seed):
     # capacities beyond 32 bits take the Python flow; scaling keeps the minimum cuts
     big = [(u, v, c << 33) for u, v, c in edges]
     assert _reach(n, big, 0, n - 1) == expected
+    monkeypatch.setattr(remat, "_COMPILED_FLOW_FROM_NODES", n + 1)  # the Python flow
+    assert _reach(n, edges, 0, n - 1) == expected
 
 
 def _rosen_loop(x):
@@ -90,6 +93,7 @@ CASES = {"rosen_loop": (_rosen_loop, Slot((41,)), None),
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_choose_is_the_same_with_the_python_flow(name, monkeypatch):
     jp, kind, needed = _choice_inputs(*CASES[name])
+    monkeypatch.setattr(remat, "_COMPILED_FLOW_FROM_NODES", 0)  # scipy's flow at every size
     fast = remat.choose(jp, kind, needed)
     monkeypatch.setattr(remat, "_INT32_MAX", -1)  # every graph takes the Python fallback
     assert remat.choose(jp, kind, needed) == fast

@@ -40,8 +40,9 @@ The policy (deterministic; it names no engine, only what a fused loop costs):
   one of the cuts, so the choice never costs more than that by this measure. Of the
   minimum cuts the one with the smallest source side is taken (the nodes reachable
   from the source in the residual graph), which is unique: ties go to recomputation.
-  scipy's compiled maximum flow finds it (a pure-Python Dinic when capacities exceed
-  32 bits): the pipeline's cost per program step stays flat up to 1e5 steps.
+  scipy's compiled maximum flow finds it on large graphs (a pure-Python Dinic on small
+  ones, which need not import scipy, and when capacities exceed 32 bits): the
+  pipeline's cost per program step stays flat up to 1e5 steps.
 
 Values that depend on no input (constants) are recomputed wherever they are needed,
 as before, and are not part of the choice.
@@ -57,8 +58,6 @@ from collections import deque
 from typing import Iterable, Sequence
 
 import numpy as np
-from scipy import sparse
-from scipy.sparse import csgraph
 
 from .program import Program, Slot, Step
 
@@ -165,6 +164,10 @@ class _Flow:
 
 #: scipy's maximum flow stores capacities and flows as 32-bit integers.
 _INT32_MAX = 2**31 - 1
+#: Graphs of fewer nodes take the pure-Python flow: about 20 us per program step there,
+#: where importing scipy.sparse once costs 130-160 ms (``import newtonad`` and the first
+#: gradient of a small program never pay it) and scipy's flow about 1 ms of set-up.
+_COMPILED_FLOW_FROM_NODES = 4096
 
 
 def _residual_reach(n: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray,
@@ -177,6 +180,11 @@ def _residual_reach(n: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarr
     integers; otherwise :class:`_Flow` (pure Python, the same algorithm) does.
     Returns a boolean mask over the ``n`` nodes.
     """
+    if n < _COMPILED_FLOW_FROM_NODES or (caps.size and int(caps.max()) > _INT32_MAX):
+        return _python_reach(n, tails, heads, caps, s, t)
+    from scipy import sparse
+    from scipy.sparse import csgraph
+
     capacity = sparse.csr_array((caps, (tails, heads)), shape=(n, n))  # sums parallel edges
     if capacity.nnz == 0 or int(capacity.data.max()) <= _INT32_MAX:
         reach = np.zeros(n, dtype=bool)
