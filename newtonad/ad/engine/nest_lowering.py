@@ -318,35 +318,41 @@ class NestWriter:
         """
         placed = drop_dead(placed)
         deepest = max((p.depth for p in placed), default=0)
+        # a method, not a nested function calling itself: that closure would be a
+        # reference cycle keeping this writer (and the generator) alive until a full
+        # collection, which cost ~8 us per program step of long programs
+        return self._level(0, box, placed, deepest)
 
-        def at(d: int, after: bool) -> list[Any]:
-            """Statements of depth ``d``; consecutive ones under one guard share an ``if``."""
-            out: list[Any] = []
-            run: list[Any] = []
-            open_guard: Guard = ()
-            for p in placed:
-                if p.depth != d or p.after != after:
-                    continue
-                if p.guard != open_guard and p.guard:
-                    run = []
-                    out.append((p.guard, run))
-                open_guard = p.guard
-                (run if p.guard else out).extend(p.stmts)
-            return [If(s[0], tuple(s[1])) if isinstance(s, tuple) else s for s in out]
+    def _level(self, d: int, box: tuple[tuple[Any, Any], ...], placed: list[Placed],
+               deepest: int) -> list[Any]:
+        """The statements of loop depth ``d`` and, inside them, the loops below."""
+        out = _at_depth(placed, d, False)
+        if d < deepest:
+            lo, hi = box[d]
+            if d == 0 and self.at.region is not None:  # the rows of this block
+                lo, hi = 0, Scalar("nb")
+            run_time = (d == deepest - 1 and isinstance(hi, int)
+                        and self.levels == len(self.nest.space))
+            out.append(For(LoopVar(d), lo, hi, tuple(self._level(d + 1, box, placed, deepest)),
+                           stop_at_run_time=run_time))
+        return out + _at_depth(placed, d, True)
 
-        def level(d: int) -> list[Any]:
-            out = at(d, False)
-            if d < deepest:
-                lo, hi = box[d]
-                if d == 0 and self.at.region is not None:  # the rows of this block
-                    lo, hi = 0, Scalar("nb")
-                run_time = (d == deepest - 1 and isinstance(hi, int)
-                            and self.levels == len(self.nest.space))
-                out.append(For(LoopVar(d), lo, hi, tuple(level(d + 1)),
-                               stop_at_run_time=run_time))
-            return out + at(d, True)
 
-        return level(0)
+def _at_depth(placed: list[Placed], d: int, after: bool) -> list[Any]:
+    """Statements of depth ``d`` (above or ``after`` the inner loop); consecutive ones
+    under one guard share an ``if``."""
+    out: list[Any] = []
+    run: list[Any] = []
+    open_guard: Guard = ()
+    for p in placed:
+        if p.depth != d or p.after != after:
+            continue
+        if p.guard != open_guard and p.guard:
+            run = []
+            out.append((p.guard, run))
+        open_guard = p.guard
+        (run if p.guard else out).extend(p.stmts)
+    return [If(s[0], tuple(s[1])) if isinstance(s, tuple) else s for s in out]
 
 
 def condition(box: Box, full: Box) -> Guard:
