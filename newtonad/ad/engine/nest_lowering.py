@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .index_maps import map_vars, operand_maps
 from .kinds import CONVERT, MUL, THREAD_REDUCTIONS
 from .loop_ir import (
     Apply,
@@ -55,7 +56,7 @@ from .loop_ir import (
     slot_temp,
 )
 from .numba_ops import PASS_THROUGH, literal_atom
-from .numba_plan import Box, Nest, Sink, map_vars, operand_maps, segments
+from .numba_plan import Box, Nest, Sink, segments
 from .passes import drop_dead, under, write_out_columns
 from .where import Where
 

@@ -34,9 +34,10 @@ import numpy as np
 
 from ..gc_pause import gc_paused
 from ..program import Step
+from .index_maps import operand_maps
 from .kinds import EINSUM
 from .loop_ir import IMap
-from .numba_plan import MAX_PIECES, Nest, Opaque, Plan, Sink, count_pieces, operand_maps
+from .numba_plan import MAX_PIECES, Nest, Opaque, Plan, Sink, count_pieces
 from .options import LoweringOptions
 
 # ---- matrix products ---------------------------------------------------------------------------
