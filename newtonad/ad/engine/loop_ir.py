@@ -126,9 +126,15 @@ class Sum:
 
 @dataclass(frozen=True)
 class Text:
-    """Source of an expression over whole arrays, made outside loop nests (not renamed)."""
+    """Source of an expression over whole arrays, made outside loop nests (not renamed).
+
+    ``reads``: the kernel's names it reads (globals such as ``np`` left out), declared
+    by whoever writes the text, so that liveness (:mod:`.liveness`) never reads source.
+    As a loop variable (:attr:`For.var`) a Text is one bare name, which the loop writes.
+    """
 
     text: str
+    reads: tuple[str, ...] = field(default=(), compare=False)
 
 
 Expr = Union[Atom, Apply, Mul, Sum, Text]
@@ -255,9 +261,18 @@ class Private:
 
 @dataclass(frozen=True)
 class Line:
-    """A statement given as source (calls on whole arrays, ``raise``)."""
+    """A statement given as source (calls on whole arrays, views, ``raise``).
+
+    ``reads`` and ``writes``: the kernel's names it reads (globals such as ``np`` left
+    out) and the names it assigns, declared by whoever writes the text (liveness,
+    :mod:`.liveness`, never reads source). A line is one simple statement: it reads
+    all of ``reads`` before it writes; an element stored into an array (``a[i] = v``,
+    ``a[i] += v``) reads the array's name and writes no name.
+    """
 
     text: str
+    reads: tuple[str, ...] = field(default=(), compare=False)
+    writes: tuple[str, ...] = field(default=(), compare=False)
 
 
 Stmt = Union[Comment, Assign, Reduce, If, For, ForIn, ParallelFor, Threadable, Private, Line]

@@ -421,8 +421,8 @@ def lower_nest(gen: Generator, at: Where, nest: Nest) -> NestCode:
         for s in nest.sinks:
             writer.guarded_sink(s, full[:len(s.space)])
         table = tuple(tuple(v for d in split for v in b[d]) for b in edges)
-        bounds = tuple((Text(f"edge[{2 * split.index(d)}]"),
-                        Text(f"edge[{2 * split.index(d) + 1}]"))
+        bounds = tuple((Text(f"edge[{2 * split.index(d)}]", ("edge",)),
+                        Text(f"edge[{2 * split.index(d) + 1}]", ("edge",)))
                        if d in split else full[d] for d in range(len(segs)))
         code.add([Comment(f"edges: {len(edges)} pieces {edges}"),
                   ForIn("edge", table, tuple(writer.render(bounds, writer.placed)))], writer)

@@ -155,11 +155,11 @@ class Generator:
                 body += self.opaque(self.top, n, item.step)
         return body, flat
 
-    def _claim_outputs(self) -> tuple[dict[int, str], dict[int, int]]:
+    def _claim_outputs(self) -> tuple[dict[int, tuple[str, str]], dict[int, int]]:
         """Let each output array *be* the memory of the slot it returns, where possible."""
         p = self.p
         external = set(p.inputs) | set(self.plan.const_arrays)
-        storage: dict[int, str] = {}
+        storage: dict[int, tuple[str, str]] = {}  # base slot -> (its array, the output)
         claimed: dict[int, int] = {}  # output position -> base slot it owns
         for j, o in enumerate(p.outputs):
             if self.is_scalar(o) or o in self.plan.literals:
@@ -167,8 +167,8 @@ class Generator:
             b = self.base(o)
             if b in external or b in storage or self.is_scalar(b):
                 continue
-            storage[b] = f"o{j}" if self.slots[b].shape == self.slots[o].shape and b == o \
-                else f"o{j}.reshape({self.slots[b].shape!r})"
+            storage[b] = (f"o{j}" if self.slots[b].shape == self.slots[o].shape and b == o
+                          else f"o{j}.reshape({self.slots[b].shape!r})", f"o{j}")
             claimed[j] = b
         return storage, claimed
 
@@ -182,25 +182,27 @@ class Generator:
             if o in self.plan.literals:
                 value = literal(self.plan.literals[o], slot.dtype)
                 target = f"o{j}[()]" if slot.shape == () else f"o{j}.reshape({slot.size})[:]"
-                out.append(Line(f"{target} = {value}"))
+                out.append(Line(f"{target} = {value}", (f"o{j}",)))
             elif slot.shape == ():
-                out.append(Line(f"o{j}[()] = r{o}"))
+                out.append(Line(f"o{j}[()] = r{o}", (f"o{j}", f"r{o}")))
             else:
                 self.note_read(end, o)
-                out += [Line(f"src = b{o}.reshape({slot.size})"),
-                        Line(f"dst = o{j}.reshape({slot.size})"),
-                        For(Text("e"), 0, slot.size, (Line("dst[e] = src[e]"),))]
+                out += [Line(f"src = b{o}.reshape({slot.size})", (f"b{o}",), ("src",)),
+                        Line(f"dst = o{j}.reshape({slot.size})", (f"o{j}",), ("dst",)),
+                        For(Text("e"), 0, slot.size,
+                            (Line("dst[e] = src[e]", ("dst", "e", "src")),))]
         return out
 
-    def _header(self, storage: dict[int, str], end: int, extents: dict[int, int],
+    def _header(self, storage: dict[int, tuple[str, str]], end: int, extents: dict[int, int],
                 flat: set[int]) -> tuple[list[Any], list, list]:
         """Statements binding the kernel's names: inputs, constants, the extents read at
         run time, arena buffers, views and flat views; the constant arrays and arenas."""
         p, plan = self.p, self.plan
         local, temps = self._region_buffers()
-        lines: list[str] = []
+        lines: list[Any] = []
         for j, i in enumerate(p.inputs):
-            lines.append(f"r{i} = x{j}[()]" if self.is_scalar(i) else f"b{i} = x{j}")
+            lines.append(Line(f"r{i} = x{j}[()]", (f"x{j}",), (f"r{i}",)) if self.is_scalar(i)
+                         else Line(f"b{i} = x{j}", (f"x{j}",), (f"b{i}",)))
         consts = []
         for n, i in enumerate(plan.const_arrays):
             value = self.producer[i].kwargs["value"]
@@ -209,11 +211,13 @@ class Generator:
             else:
                 arr = np.asarray(value, self.slots[i].dtype)
             consts.append(np.array(arr, dtype=self.slots[i].dtype, order="C", copy=True))
-            lines.append(f"r{i} = c{n}[()]" if self.is_scalar(i) else f"b{i} = c{n}")
+            lines.append(Line(f"r{i} = c{n}[()]", (f"c{n}",), (f"r{i}",)) if self.is_scalar(i)
+                         else Line(f"b{i} = c{n}", (f"c{n}",), (f"b{i}",)))
         if extents:
             n = len(consts)
             consts.append(np.array(list(extents), dtype=np.int64))
-            lines += [f"n{v} = c{n}[{j}]" for v, j in extents.items()]
+            lines += [Line(f"n{v} = c{n}[{j}]", (f"c{n}",), (f"n{v}",))
+                      for v, j in extents.items()]
         # live ranges of the arena buffers
         first: dict[int, int] = {}
         last: dict[int, int] = {}
@@ -232,8 +236,8 @@ class Generator:
         buffers += [Buffer(-1 - o, self.slots[o].dtype, size, first[o], last[o])
                     for o, size in temps.items()]
         offsets, sizes = place(buffers)
-        for b, expr in storage.items():
-            lines.append(f"b{b} = {expr}")
+        for b, (expr, output) in storage.items():
+            lines.append(Line(f"b{b} = {expr}", (output,), (f"b{b}",)))
         for buf in sorted(buffers, key=lambda b: b.slot):
             off = offsets[buf.slot]
             slot = buf.slot if buf.slot >= 0 else -1 - buf.slot
@@ -242,15 +246,18 @@ class Generator:
                 shape = (local[slot],) + shape[1:]
             name = f"b{slot}" if buf.slot >= 0 else f"w{slot}"
             arena = ARENA_NAME[buf.dtype]
-            lines.append(f"{name} = {arena}[{off}:{off + buf.size}].reshape({shape!r})")
+            lines.append(Line(f"{name} = {arena}[{off}:{off + buf.size}].reshape({shape!r})",
+                              (arena,), (name,)))
         for v, src in plan.views.items():
             base = self.base(v)
             if (base in first or base in external) and base not in local:
-                lines.append(f"b{v} = b{src}.reshape({self.slots[v].shape!r})")
+                lines.append(Line(f"b{v} = b{src}.reshape({self.slots[v].shape!r})",
+                                  (f"b{src}",), (f"b{v}",)))
         for i in sorted(flat):  # see NestWriter.load
-            lines.append(f"b{i}f = b{i}.reshape({self.slots[i].size})")
+            lines.append(Line(f"b{i}f = b{i}.reshape({self.slots[i].size})", (f"b{i}",),
+                              (f"b{i}f",)))
         arenas = [(d, max(sizes[d], 1)) for d in ARENA_NAME if d in sizes]
-        return [Line(line) for line in lines], consts, arenas
+        return lines, consts, arenas
 
     def _region_buffers(self) -> tuple[dict[int, int], dict[int, int]]:
         """Slots living one block at a time (-> block rows), and the einsums summed over
@@ -315,16 +322,20 @@ class Generator:
         views: list[Any] = []
         for i in sorted(region.blocked - set(self.plan.views)):
             self.note_read(item, i)
-            rows_of = f"b{i}[:nb]" if i in region.local else f"b{i}[r0:r0 + nb]"
-            views.append(Line(f"k{i} = {rows_of}"))
+            if i in region.local:
+                views.append(Line(f"k{i} = b{i}[:nb]", (f"b{i}", "nb"), (f"k{i}",)))
+            else:
+                views.append(Line(f"k{i} = b{i}[r0:r0 + nb]", (f"b{i}", "r0", "nb"), (f"k{i}",)))
         for v, src in self.plan.views.items():
             if v in region.blocked:
                 shape = ("nb",) + tuple(str(n) for n in self.slots[v].shape[1:])
-                views.append(Line(f"k{v} = k{src}.reshape(({', '.join(shape)},))"))
+                views.append(Line(f"k{v} = k{src}.reshape(({', '.join(shape)},))",
+                                  (f"k{src}", "nb"), (f"k{v}",)))
         for i in sorted(block_flat):
-            views.append(Line(f"k{i}f = k{i}.reshape({at.size(i)})"))
-        loop = For(Text("r0"), 0, rows, (Line(f"nb = min({block}, {rows} - r0)"), *views, *body),
-                   step=block)
+            views.append(Line(f"k{i}f = k{i}.reshape({at.size(i)})", at.view_reads(i),
+                              (f"k{i}f",)))
+        blocks = Line(f"nb = min({block}, {rows} - r0)", ("r0",), ("nb",))
+        loop = For(Text("r0"), 0, rows, (blocks, *views, *body), step=block)
         return out + [loop], flat
 
 

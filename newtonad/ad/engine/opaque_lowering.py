@@ -47,7 +47,16 @@ def einsum(at: Where, step: Step) -> list[Any]:
     ra = at.ref_text(a, ", ".join(var[c] for c in sa))
     rb = at.ref_text(b, ", ".join(var[c] for c in sb))
     op = "+=" if summed else "="
-    body = Line(f"{at.ref_text(out, ', '.join(var[c] for c in so))} {op} {ra} * {rb}")
+    reads = (*at.ref_reads(a, tuple(var[c] for c in sa)),
+             *at.ref_reads(b, tuple(var[c] for c in sb)))
+    if at.is_scalar(out):  # r<out> = ..., r<out> += ...
+        writes: tuple[str, ...] = (f"r{out}",)
+        reads += writes if summed else ()
+    else:  # an element stored: reads the array and the index
+        writes = ()
+        reads += at.ref_reads(out, tuple(var[c] for c in so))
+    body = Line(f"{at.ref_text(out, ', '.join(var[c] for c in so))} {op} {ra} * {rb}", reads,
+                writes)
     return lines + _loops([(var[c], sizes[c]) for c in letters], [body])
 
 
@@ -87,7 +96,9 @@ def _blas(at: Where, a: int, b: int, sa: str, sb: str, so: str, out: int,
     mr = (f"{at.array(right)}.reshape(({count(fr)}, {nc})).T" if form.transposed[1]
           else f"{at.array(right)}.reshape(({nc}, {count(fr)}))")
     dest = target or at.array(out)
-    return [Line(f"np.dot({ml}, {mr}, {dest}.reshape(({count(fl)}, {count(fr)})))")]
+    rows = ("nb",) if any(sizes[c] == "nb" for c in form.contracted + fl + fr) else ()
+    return [Line(f"np.dot({ml}, {mr}, {dest}.reshape(({count(fl)}, {count(fr)})))",
+                 (at.array(left), at.array(right), dest, *rows))]
 
 
 def summed_einsum(at: Where, step: Step) -> list[Any]:
@@ -100,9 +111,11 @@ def summed_einsum(at: Where, step: Step) -> list[Any]:
     first = _blas(at, a, b, sa, sb, so, out)
     later = _blas(at, a, b, sa, sb, so, out, target=f"w{at.base(out)}")
     assert first is not None and later is not None  # the planner checked matmul_form
-    add = [Line(f"acc = b{out}.reshape({size})"), Line(f"add = w{at.base(out)}.reshape({size})"),
-           For(Text("e"), 0, size, (Line("acc[e] += add[e]"),))]
-    return [If(Text("r0 == 0"), tuple(first), tuple(later + add))]
+    temp = f"w{at.base(out)}"
+    add = [Line(f"acc = b{out}.reshape({size})", (f"b{out}",), ("acc",)),
+           Line(f"add = {temp}.reshape({size})", (temp,), ("add",)),
+           For(Text("e"), 0, size, (Line("acc[e] += add[e]", ("acc", "e", "add")),))]
+    return [If(Text("r0 == 0", ("r0",)), tuple(first), tuple(later + add))]
 
 
 def _three(at: Where, i: int, axis: int) -> str:
@@ -113,14 +126,21 @@ def _three(at: Where, i: int, axis: int) -> str:
     return f"b{i}.reshape(({a}, {shape[axis]}, {b}))"
 
 
-def _indexed_loops(A: int, m: int, B: int, ix: str, n: int, what: str, body: str) -> list[Any]:
-    """Loops over (outer, index, inner) with the index wrapped and bounds-checked, as np.take."""
-    inner = [Line(f"j = {ix}"),
-             If(Text("j < 0"), (Line(f"j += {n}"),)),
-             If(Text(f"j < 0 or j >= {n}"),
+def _indexed_loops(A: int, m: int, B: int, ix: Text, n: int, what: str, body: Line
+                   ) -> list[Any]:
+    """Loops over (outer, index, inner) with the index ``ix`` wrapped and bounds-checked,
+    as np.take."""
+    inner = [Line(f"j = {ix.text}", ix.reads, ("j",)),
+             If(Text("j < 0", ("j",)), (Line(f"j += {n}", ("j",), ("j",)),)),
+             If(Text(f"j < 0 or j >= {n}", ("j",)),
                 (Line(f"raise IndexError(\"{what}: index out of range\")"),)),
-             For(Text("e2"), 0, B, (Line(body),))]
+             For(Text("e2"), 0, B, (body,))]
     return _loops([("e0", A), ("e1", m)], inner)
+
+
+def _index(at: Where, idx: int) -> Text:
+    """The index of the (e0, e1, e2) loops: a scalar index, or element ``e1`` of ``ig``."""
+    return Text(f"r{idx}", (f"r{idx}",)) if at.is_scalar(idx) else Text("ig[e1]", ("ig", "e1"))
 
 
 def gather(at: Where, step: Step) -> list[Any]:
@@ -131,14 +151,16 @@ def gather(at: Where, step: Step) -> list[Any]:
     m = max(at.slots[idx].size, 1)
     A = int(np.prod(xs[:axis], dtype=np.int64))
     B = int(np.prod(xs[axis + 1:], dtype=np.int64))
-    ix = f"r{idx}" if at.is_scalar(idx) else "ig[e1]"
-    dst = f"r{out}" if at.is_scalar(out) else "og[e0, e1, e2]"
-    lines: list[Any] = [Line(f"xg = {_three(at, x, axis)}")]
+    ix = _index(at, idx)
+    value = ("xg", "e0", "j", "e2")
+    body = (Line(f"r{out} = xg[e0, j, e2]", value, (f"r{out}",)) if at.is_scalar(out)
+            else Line("og[e0, e1, e2] = xg[e0, j, e2]", ("og", "e0", "e1", "e2", *value)))
+    lines: list[Any] = [Line(f"xg = {_three(at, x, axis)}", (f"b{x}",), ("xg",))]
     if not at.is_scalar(idx):
-        lines.append(Line(f"ig = {at.flat_view(idx)}"))
+        lines.append(Line(f"ig = {at.flat_view(idx)}", at.view_reads(idx), ("ig",)))
     if not at.is_scalar(out):
-        lines.append(Line(f"og = b{out}.reshape(({A}, {m}, {B}))"))
-    return lines + _indexed_loops(A, m, B, ix, n, "gather", f"{dst} = xg[e0, j, e2]")
+        lines.append(Line(f"og = b{out}.reshape(({A}, {m}, {B}))", (f"b{out}",), ("og",)))
+    return lines + _indexed_loops(A, m, B, ix, n, "gather", body)
 
 
 def scatter_add(at: Where, step: Step) -> list[Any]:
@@ -149,14 +171,17 @@ def scatter_add(at: Where, step: Step) -> list[Any]:
     A = int(np.prod(zs[:axis], dtype=np.int64))
     B = int(np.prod(zs[axis + 1:], dtype=np.int64))
     m = max(at.slots[idx].size, 1)
-    ix = f"r{idx}" if at.is_scalar(idx) else "ig[e1]"
-    src = f"r{y}" if at.is_scalar(y) else "yg[e0, e1, e2]"
-    lines: list[Any] = [at.fill(out, 0), Line(f"og = b{out}.reshape(({A}, {n}, {B}))")]
+    ix = _index(at, idx)
+    src, src_reads = ((f"r{y}", (f"r{y}",)) if at.is_scalar(y)
+                      else ("yg[e0, e1, e2]", ("yg", "e0", "e1", "e2")))
+    body = Line(f"og[e0, j, e2] += {src}", (*src_reads, "og", "e0", "j", "e2"))
+    lines: list[Any] = [at.fill(out, 0),
+                        Line(f"og = b{out}.reshape(({A}, {n}, {B}))", (f"b{out}",), ("og",))]
     if not at.is_scalar(y):
-        lines.append(Line(f"yg = b{y}.reshape(({A}, {m}, {B}))"))
+        lines.append(Line(f"yg = b{y}.reshape(({A}, {m}, {B}))", (f"b{y}",), ("yg",)))
     if not at.is_scalar(idx):
-        lines.append(Line(f"ig = {at.flat_view(idx)}"))
-    return lines + _indexed_loops(A, m, B, ix, n, "scatter_add", f"og[e0, j, e2] += {src}")
+        lines.append(Line(f"ig = {at.flat_view(idx)}", at.view_reads(idx), ("ig",)))
+    return lines + _indexed_loops(A, m, B, ix, n, "scatter_add", body)
 
 
 def cumsum(at: Where, step: Step) -> list[Any]:
@@ -168,25 +193,28 @@ def cumsum(at: Where, step: Step) -> list[Any]:
     B = int(np.prod(shape[axis + 1:], dtype=np.int64))
     prev = "e1 + 1" if reverse else "e1 - 1"
     first = n - 1 if reverse else 0
-    body = If(Text(f"e1 == {first}"), (Line("og[e0, e1, e2] = xg[e0, e1, e2]"),),
-              (Line(f"og[e0, e1, e2] = og[e0, {prev}, e2] + xg[e0, e1, e2]"),))
+    names = ("og", "e0", "e1", "e2", "xg")
+    body = If(Text(f"e1 == {first}", ("e1",)), (Line("og[e0, e1, e2] = xg[e0, e1, e2]", names),),
+              (Line(f"og[e0, e1, e2] = og[e0, {prev}, e2] + xg[e0, e1, e2]", names),))
     along = (For(Text("e1"), Text(f"{n} - 1"), -1, (For(Text("e2"), 0, B, (body,)),), step=-1)
              if reverse else For(Text("e1"), 0, n, (For(Text("e2"), 0, B, (body,)),)))
-    return [Line(f"xg = {_three(at, x, axis)}"), Line(f"og = {_three(at, out, axis)}"),
+    return [Line(f"xg = {_three(at, x, axis)}", (f"b{x}",), ("xg",)),
+            Line(f"og = {_three(at, out, axis)}", (f"b{out}",), ("og",)),
             For(Text("e0"), 0, A, (along,))]
 
 
 def concatenate(at: Where, step: Step) -> list[Any]:
     axis, out = step.kwargs["axis"], step.output
-    lines: list[Any] = [Line(f"og = {_three(at, out, axis)}")]
+    lines: list[Any] = [Line(f"og = {_three(at, out, axis)}", (f"b{out}",), ("og",))]
     start = 0
     for i in step.inputs:
         shape = at.slots[i].shape
         A = int(np.prod(shape[:axis], dtype=np.int64))
         B = int(np.prod(shape[axis + 1:], dtype=np.int64))
-        lines.append(Line(f"xg = {_three(at, i, axis)}"))
+        lines.append(Line(f"xg = {_three(at, i, axis)}", (f"b{i}",), ("xg",)))
         lines += _loops([("e0", A), ("e1", shape[axis]), ("e2", B)],
-                        [Line(f"og[e0, e1 + {start}, e2] = xg[e0, e1, e2]")])
+                        [Line(f"og[e0, e1 + {start}, e2] = xg[e0, e1, e2]",
+                              ("og", "e0", "e1", "e2", "xg"))])
         start += shape[axis]
     return lines
 

@@ -69,14 +69,25 @@ class Where:
             return literal(self.plan.literals[i], self.slots[i].dtype)
         return f"r{i}" if self.is_scalar(i) else f"{self.array(i)}[{index}]"
 
+    def ref_reads(self, i: int, index: tuple[str, ...]) -> tuple[str, ...]:
+        """The names :meth:`ref_text` reads, ``index`` the names its index reads."""
+        if i in self.plan.literals:
+            return ()
+        return (f"r{i}",) if self.is_scalar(i) else (self.array(i), *index)
+
     def flat_view(self, i: int) -> str:
         """Source of slot ``i`` as a flat array."""
         return f"{self.array(i)}.reshape({self.size(i)})"
 
+    def view_reads(self, i: int) -> tuple[str, ...]:
+        """The names :meth:`flat_view` reads: the array (and ``nb``, a block's rows)."""
+        return (self.array(i), "nb") if self.blocked(i) else (self.array(i),)
+
     def fill(self, i: int, value: Any) -> Assign:
         """Every element of slot ``i`` set to ``value``."""
         lit = literal_atom(value, self.slots[i].dtype)
-        target = Scalar(f"r{i}") if self.is_scalar(i) else Text(f"{self.flat_view(i)}[:]")
+        target = (Scalar(f"r{i}") if self.is_scalar(i)
+                  else Text(f"{self.flat_view(i)}[:]", self.view_reads(i)))
         return Assign(target, lit)
 
 
