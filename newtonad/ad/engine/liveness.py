@@ -146,26 +146,42 @@ def _loop_name(var: Any, suffix: str) -> str:
     return name
 
 
-def _names(e: Any, suffix: str) -> tuple[str, ...]:
+def _names(e: Any, suffix: str) -> list[str]:
     """The names expression ``e`` reads, as printed with ``suffix``."""
-    name = _name(e, suffix)
-    if name is not None:
-        return (name,)
-    if isinstance(e, (Lit, int)):
-        return ()
-    if isinstance(e, Text):
-        return e.reads
-    if isinstance(e, Load):
-        return (e.array, *(f"i{d[0]}{suffix}" for d in e.index if d[0] is not None))
-    if isinstance(e, FlatLoad):
-        return (e.array, *(f"i{d[0]}{suffix}" for d, _ in e.terms if d[0] is not None))
-    if isinstance(e, Apply):
-        return tuple(n for a in e.args for n in _names(a, suffix))
-    if isinstance(e, Mul):
-        return _names(e.a, suffix) + _names(e.b, suffix)
-    if isinstance(e, Sum):
-        return tuple(n for t in e.terms for n in _names(t, suffix))
-    raise TypeError(f"liveness: not an expression: {e!r}")
+    out: list[str] = []
+    _collect(e, suffix, out)
+    return out
+
+
+def _collect(e: Any, suffix: str, out: list[str]) -> None:
+    kind = type(e)
+    if kind is Var:
+        out.append(e.name + suffix)
+    elif kind is Apply:  # the most common: an operation on atoms
+        for a in e.args:
+            _collect(a, suffix, out)
+    elif kind is Load:
+        out.append(e.array)
+        out += [f"i{d[0]}{suffix}" for d in e.index if d[0] is not None]
+    elif kind is Scalar:
+        out.append(e.name)
+    elif kind is LoopVar:
+        out.append(f"i{e.n}{suffix}")
+    elif kind is Lit or kind is int:
+        pass
+    elif kind is Text:
+        out += e.reads
+    elif kind is FlatLoad:
+        out.append(e.array)
+        out += [f"i{d[0]}{suffix}" for d, _ in e.terms if d[0] is not None]
+    elif kind is Mul:
+        _collect(e.a, suffix, out)
+        _collect(e.b, suffix, out)
+    elif kind is Sum:
+        for t in e.terms:
+            _collect(t, suffix, out)
+    elif not isinstance(e, int):  # (a bound may be any int)
+        raise TypeError(f"liveness: not an expression: {e!r}")
 
 
 def flow(stmt: Any) -> Flow:
@@ -176,6 +192,10 @@ def flow(stmt: Any) -> Flow:
     (loop variables included); ``definite``: those assigned on every path. The same
     triple as Python's scoping of the printed statement gives.
     """
+    if type(stmt) is Assign and stmt.op == "=":  # most statements: ``name = expression``
+        target = _name(stmt.target, "")
+        if target is not None:
+            return set(_names(stmt.value, "")), {target}, {target}
     f = _Liveness()
     defined: set[str] = set()
     f.stmt(stmt, "", defined)
