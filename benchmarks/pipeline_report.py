@@ -83,6 +83,10 @@ def stage_times(kind: str, steps: int, stages: list[str] | None = None) -> dict[
     Returns a dict with the program's step counts (``steps``: the traced program,
     ``grad_steps``, ``hvp_steps``) and one entry of seconds per stage.
     """
+    # remat's compiled flow (graphs of 4096 nodes and more) imports scipy.sparse on first
+    # use: 130-160 ms once per process, not a cost of this program's stage
+    import scipy.sparse.csgraph  # noqa: F401
+
     from newtonad.ad import transforms as tf
     from newtonad.ad.engine import numpy_eval
     from newtonad.ad.program import Program, Slot
