@@ -14,7 +14,17 @@ import numpy as np
 import pytest
 
 from newtonad.ad import transforms as tf
-from newtonad.ad.engine import kernel_split, numba_engine, numba_plan, numpy_eval
+from newtonad.ad.engine import kernel_split, liveness, numba_engine, numba_plan, numpy_eval
+from newtonad.ad.engine.loop_ir import (
+    Assign,
+    For,
+    Lit,
+    Load,
+    LoopVar,
+    Mul,
+    Scalar,
+    Sum,
+)
 from newtonad.ad.engine.numba_plan import Nest, make_plan
 from newtonad.ad.program import Slot
 from newtonad.ad.trace import trace_function
@@ -49,16 +59,22 @@ def traced(f, x):
 # ---- liveness on the generated statements ---------------------------------------------------
 
 def test_flow_finds_names_read_before_written_and_written():
-    exposed, written, definite = kernel_split.flow(
-        "t1 = a + b\nt2 = t1 * c\nfor i0 in range(n):\n    o[i0] += t2 * i0\n    u = i0\n"
-        "r = r + 1\n")
+    """t1 = a + b; t2 = t1 * c; for i0 in range(n): o[i0] += t2 * i0; u = i0; r = r + 1"""
+    one = Lit("1.0", True)
+    exposed, written, definite = liveness.block_flow([
+        Assign(Scalar("t1"), Sum((Scalar("a"), Scalar("b")), one)),
+        Assign(Scalar("t2"), Mul(Scalar("t1"), Scalar("c"))),
+        For(LoopVar(0), 0, Scalar("n"), (
+            Assign(Load("o", ((0, 1, 0),)), Mul(Scalar("t2"), LoopVar(0)), "+="),
+            Assign(Scalar("u"), LoopVar(0)))),
+        Assign(Scalar("r"), Sum((Scalar("r"), one), one))])
     assert exposed == {"a", "b", "c", "n", "o", "r"}
     assert written == {"t1", "t2", "i0", "u", "r"}
     assert definite == {"t1", "t2", "r"}  # i0 and u only if the loop runs
 
 
 def test_flow_augmented_assignment_reads_its_target():
-    exposed, _, _ = kernel_split.flow("acc += x[0]\n")
+    exposed, _, _ = liveness.flow(Assign(Scalar("acc"), Load("x", ((None, 0, 0),)), "+="))
     assert exposed == {"acc", "x"}
 
 

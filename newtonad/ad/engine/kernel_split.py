@@ -14,13 +14,13 @@ statements are packed into chunks of at most ``max_lines`` lines of code; a stat
 longer than that is a chunk of its own (the planner bounds loop nests, see
 :data:`.numba_plan.MAX_NEST_SINKS`).
 
-What flows between chunks is found by liveness on each statement's Python syntax
-(:mod:`ast`): a chunk takes as arguments the names it reads before writing them, and
-returns the names it writes that a later chunk reads. Arrays are written in place, so
-only their names are passed; scalars travel as arguments and return tuples. Header
-definitions are free to repeat (views of arrays, reads of input scalars), so every
-chunk re-derives the ones it uses from the kernel's own arguments instead of
-receiving them: no array travels through a return tuple.
+What flows between chunks is found by liveness on each statement's loop IR
+(:mod:`.liveness`; no source is read back): a chunk takes as arguments the names it
+reads before writing them, and returns the names it writes that a later chunk reads.
+Arrays are written in place, so only their names are passed; scalars travel as
+arguments and return tuples. Header definitions are free to repeat (views of arrays,
+reads of input scalars), so every chunk re-derives the ones it uses from the kernel's
+own arguments instead of receiving them: no array travels through a return tuple.
 
 The driver is jitted, unless the kernel has :data:`PYTHON_DRIVER_FROM_CHUNKS` chunks or
 more: then it is plain Python, the source lists the chunks in a table ``CHUNKS`` (name,
@@ -30,13 +30,10 @@ parameters, returns) and the engine compiles each chunk on its own, in child pro
 
 from __future__ import annotations
 
-import ast
-import builtins
-import keyword
-import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from .liveness import flow
 from .loop_ir import Comment
 from .printer import Printer, print_lines
 
@@ -89,227 +86,6 @@ def code_line_count(lines: Sequence[str]) -> int:
     return sum(1 for line in lines if line.strip() and not line.lstrip().startswith("#"))
 
 
-# ---- liveness on Python syntax ------------------------------------------------------------------
-
-class _Flow:
-    """Names read before being written (``exposed``) and written (``written``; of them
-    ``definite`` on every path) by a sequence of statements."""
-
-    def __init__(self) -> None:
-        self.exposed: set[str] = set()
-        self.written: set[str] = set()
-        self.definite: set[str] = set()
-
-    def load(self, node: ast.AST, defined: set[str]) -> None:
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in defined:
-                self.exposed.add(n.id)
-
-    def store(self, target: ast.AST, defined: set[str]) -> None:
-        """A store target: plain names are defined; subscripts read their array."""
-        if isinstance(target, ast.Name):
-            defined.add(target.id)
-            self.written.add(target.id)
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            for t in target.elts:
-                self.store(t, defined)
-        else:  # a[i] = ..., a.b = ...: reads a
-            self.load(target, defined)
-
-    def block(self, stmts: list[ast.stmt], defined: set[str]) -> None:
-        for s in stmts:
-            self.stmt(s, defined)
-
-    def stmt(self, s: ast.stmt, defined: set[str]) -> None:
-        if isinstance(s, ast.Assign):
-            self.load(s.value, defined)
-            for t in s.targets:
-                self.store(t, defined)
-        elif isinstance(s, ast.AugAssign):
-            self.load(s.value, defined)
-            if isinstance(s.target, ast.Name):
-                if s.target.id not in defined:
-                    self.exposed.add(s.target.id)
-            self.store(s.target, defined)
-        elif isinstance(s, ast.For):
-            self.load(s.iter, defined)
-            inner = set(defined)
-            self.store(s.target, inner)
-            self.block(s.body, inner)
-            self.block(s.orelse, set(defined))
-        elif isinstance(s, ast.If):
-            self.load(s.test, defined)
-            self.block(s.body, set(defined))
-            self.block(s.orelse, set(defined))
-        elif isinstance(s, ast.While):
-            self.load(s.test, defined)
-            self.block(s.body, set(defined))
-        elif isinstance(s, (ast.Expr, ast.Return, ast.Raise)):
-            for child in ast.iter_child_nodes(s):
-                self.load(child, defined)
-        elif isinstance(s, ast.Pass):
-            pass
-        else:
-            raise NotImplementedError(f"kernel split: statement {type(s).__name__}")
-
-
-#: Names a kernel module reads as globals: Python's builtins and its imports.
-GLOBALS = frozenset(dir(builtins)) | {"math", "np", "njit", "prange"}
-
-
-def flow(source: str) -> tuple[set[str], set[str], set[str]]:
-    """``(exposed, written, definite)`` of the statements in ``source`` (unindented).
-
-    ``exposed``: local names read before being written (globals excluded);
-    ``written``: names assigned; ``definite``: names assigned on every path.
-    """
-    simple = _text_flow(source)
-    if simple is not None:
-        return simple
-    f = _Flow()
-    defined: set[str] = set()
-    f.block(ast.parse(source).body, defined)
-    f.definite = defined
-    return f.exposed - GLOBALS, f.written, f.definite
-
-
-# A long kernel's statements are assignments of expressions to names or array elements
-# (``t12 = (t10 * b0[3])``), one per line, and loop nests of them under ``for`` and
-# ``if``. Parsing each statement with ``ast`` cost ~12 us a line, more than generating
-# it; for these forms the same analysis as :class:`_Flow` reads the names off the text,
-# line by line, following the indentation. Anything else – strings, comments after code,
-# colons other than a block's (slices, lambdas), keyword arguments, other keywords,
-# ``elif``, ``while``, ``for ... else``, tuple targets, lines continued in brackets –
-# goes to ``ast``. tests/test_kernel_split_flow.py checks that both agree.
-
-#: ``target op value``: a name or one subscript of a name, ``=``, ``+=``, ``-=`` or ``*=``.
-_SIMPLE_ASSIGN = re.compile(
-    r"(?P<name>[A-Za-z_]\w*)(?P<index>\[[^\[\]'\"#:;\\{}=]*\])? (?P<op>[-+*]?=) "
-    r"(?P<value>[^'\"#:;\\{}]+)")
-#: ``for name in iterable:`` and ``if test:`` (a colon only at the end).
-_FOR = re.compile(r"for (?P<name>[A-Za-z_]\w*) in (?P<value>[^'\"#:;\\{}]+):")
-_IF = re.compile(r"if (?P<value>[^'\"#:;\\{}]+):")
-#: A name where it is read: not an attribute (after a dot) nor inside a number (``1e5``).
-_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
-#: ``=`` that is not part of ``==``, ``<=``, ``>=``, ``!=``: a keyword argument.
-_LONE_EQUALS = re.compile(r"(?<![=!<>])=(?!=)")
-#: Words an expression may hold that are not names read (the rest of the keywords
-#: – lambda, for, yield, ... – send the statement to ``ast``).
-_EXPRESSION_WORDS = frozenset({"and", "or", "not", "if", "else", "is", "in"})
-_OTHER_KEYWORDS = frozenset(keyword.kwlist) - _EXPRESSION_WORDS - {"True", "False", "None"}
-#: Words of an expression that are not local names read.
-_NOT_LOCALS = GLOBALS | _EXPRESSION_WORDS | {"True", "False", "None"}
-
-
-class _NotPlain(Exception):
-    """The text is not of the forms :func:`_text_flow` reads."""
-
-
-class _TextFlow:
-    """:class:`_Flow` on lines of text of the plain forms above (``_NotPlain`` otherwise)."""
-
-    def __init__(self, lines: list[tuple[int, str]]) -> None:
-        self.lines = lines  # (indentation, text) of each line of code
-        self.exposed: set[str] = set()
-        self.written: set[str] = set()
-
-    @staticmethod
-    def reads(expr: str) -> set[str]:
-        if "=" in expr and _LONE_EQUALS.search(expr):
-            raise _NotPlain
-        names = _NAME.findall(expr)
-        if not _OTHER_KEYWORDS.isdisjoint(names):
-            raise _NotPlain
-        return set(names) - _NOT_LOCALS
-
-    def store(self, name: str, defined: set[str]) -> None:
-        if name in _OTHER_KEYWORDS:
-            raise _NotPlain
-        defined.add(name)
-        self.written.add(name)
-
-    def block(self, i: int, defined: set[str]) -> int:
-        """The statements from line ``i`` at its indentation; the index after them."""
-        lines = self.lines
-        indent = lines[i][0]
-        while i < len(lines) and lines[i][0] == indent:
-            text = lines[i][1]
-            m = _SIMPLE_ASSIGN.fullmatch(text)
-            if m is not None:
-                name, index, op, value = m.group("name", "index", "op", "value")
-                reads = self.reads(f"{value} {index}" if index else value)
-                if index or op != "=":  # a[i] = v reads a; x += v reads x
-                    reads.add(name)
-                self.exposed |= reads - defined
-                if not index:
-                    self.store(name, defined)
-                i += 1
-                continue
-            m = _FOR.fullmatch(text)
-            if m is not None:
-                self.exposed |= self.reads(m["value"]) - defined
-                inner = set(defined)
-                self.store(m["name"], inner)
-                i = self.body(i + 1, indent, inner)
-                continue
-            m = _IF.fullmatch(text)
-            if m is not None:
-                self.exposed |= self.reads(m["value"]) - defined
-                i = self.body(i + 1, indent, set(defined))
-                if i < len(lines) and lines[i] == (indent, "else:"):
-                    i = self.body(i + 1, indent, set(defined))
-                continue
-            raise _NotPlain
-        if i < len(lines) and lines[i][0] > indent:
-            raise _NotPlain  # an unexpected indentation
-        return i
-
-    def body(self, i: int, indent: int, defined: set[str]) -> int:
-        if i >= len(self.lines) or self.lines[i][0] <= indent:
-            raise _NotPlain  # an empty block
-        return self.block(i, defined)
-
-
-def _text_flow(source: str) -> tuple[set[str], set[str], set[str]] | None:
-    """:func:`flow` of statements of the plain forms above; ``None`` for other text."""
-    if not source.isascii():
-        return None
-    if "\n" not in source:  # most statements: one assignment, read directly
-        m = _SIMPLE_ASSIGN.fullmatch(source)
-        if m is None:
-            return None
-        name, index, op, value = m.group("name", "index", "op", "value")
-        try:
-            reads = _TextFlow.reads(f"{value} {index}" if index else value)
-        except _NotPlain:
-            return None
-        if index or op != "=":  # a[i] = v reads a; x += v reads x
-            reads.add(name)
-        if index:
-            return reads - _NOT_LOCALS, set(), set()
-        if name in _OTHER_KEYWORDS:
-            return None
-        return reads - _NOT_LOCALS, {name}, {name}
-    lines = []
-    for line in source.split("\n"):
-        text = line.lstrip(" ")
-        if not text or text.startswith("#"):
-            continue
-        if text.count("(") != text.count(")") or text.count("[") != text.count("]"):
-            return None  # continued on the next line
-        lines.append((len(line) - len(text), text.rstrip(" ")))
-    if not lines or lines[0][0] != 0:
-        return None
-    f = _TextFlow(lines)
-    defined: set[str] = set()
-    try:
-        if f.block(0, defined) != len(lines):
-            return None
-    except _NotPlain:
-        return None
-    return f.exposed - GLOBALS, f.written, defined
-
-
 # ---- the split ----------------------------------------------------------------------------------
 
 @dataclass
@@ -332,7 +108,7 @@ def _blocks(stmts: Sequence[Any], printed: Sequence[list[str]] | None = None) ->
         if isinstance(s, Comment):
             pending += lines
             continue
-        exposed, written, definite = flow(lines[0] if len(lines) == 1 else "\n".join(lines))
+        exposed, written, definite = flow(s)
         out.append(_Block(pending + lines, code_line_count(lines), exposed, written, definite))
         pending = []
     if pending:
@@ -345,7 +121,7 @@ def _header_defs(header: Sequence[Any]) -> dict[str, tuple[list[str], set[str]]]
     defs: dict[str, tuple[list[str], set[str]]] = {}
     for s in header:
         lines = print_lines([s], "")
-        exposed, written, _ = flow("\n".join(lines))
+        exposed, written, _ = flow(s)
         for name in written:
             defs[name] = (lines, exposed)
     return defs
@@ -468,4 +244,4 @@ def _arg_order(kernel_args: Sequence[str]):
 
 
 __all__ = ["Chunk", "MAX_CHUNK_LINES", "PYTHON_DRIVER_FROM_CHUNKS", "SPLIT_FROM_LINES",
-           "chunk_table", "code_line_count", "flow", "split"]
+           "chunk_table", "code_line_count", "split"]
