@@ -554,7 +554,8 @@ def table(results: dict[str, dict], systems: list[str]) -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
-    ap.add_argument("--systems", nargs="*", default=SYSTEMS)
+    ap.add_argument("--systems", nargs="*", default=SYSTEMS, choices=SYSTEMS, metavar="SYSTEM",
+                    help=f"any of {', '.join(SYSTEMS)} (default: all installed)")
     ap.add_argument("--budget", type=float, default=None, help="seconds per measure")
     ap.add_argument("--json", help="also write the raw medians here")
     ap.add_argument("--threads", type=int, default=1,
