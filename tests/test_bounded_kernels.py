@@ -10,11 +10,22 @@ compile) exercise the split.
 
 from __future__ import annotations
 
+import types
+from typing import Any
+
 import numpy as np
 import pytest
+from numba.core.dispatcher import Dispatcher
 
 from newtonad.ad import transforms as tf
-from newtonad.ad.engine import kernel_split, liveness, numba_engine, numba_plan, numpy_eval
+from newtonad.ad.engine import (
+    kernel_split,
+    liveness,
+    numba_cache,
+    numba_engine,
+    numba_plan,
+    numpy_eval,
+)
 from newtonad.ad.engine.loop_ir import (
     Assign,
     For,
@@ -56,6 +67,43 @@ def traced(f, x):
     return trace_function(f, [Slot(x.shape)]).program
 
 
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    """A fresh kernel cache: the kernel modules imported here are written into it."""
+    monkeypatch.setenv("NEWTONAD_CACHE_DIR", str(tmp_path))
+
+
+def kernel_module(kernel) -> types.ModuleType:
+    """The kernel's generated module, imported (numba compiles nothing until a call)."""
+    return numba_cache.import_module(*numba_cache.ensure_source(kernel.source))
+
+
+def jitted(module: types.ModuleType) -> set[str]:
+    """Names of the module's functions that numba compiles (``@njit``)."""
+    return {name for name, f in vars(module).items() if isinstance(f, Dispatcher)}
+
+
+def driver_calls(module: types.ModuleType, kernel) -> list[tuple[str, tuple]]:
+    """Run the module's driver ``kernel(...)`` in Python on stand-in chunks: each records
+    its name and arguments and returns its declared returns. Each argument of the
+    driver is given its own name as value, so a chunk's recorded arguments are the
+    names the driver passed to it."""
+    driver = getattr(module.kernel, "py_func", module.kernel)
+    code = driver.__code__
+    calls: list[tuple[str, tuple]] = []
+
+    def stand_in(chunk) -> Any:
+        def call(*args):
+            calls.append((chunk.name, args))
+            return chunk.returns or None
+        return call
+
+    names = {c.name: stand_in(c) for c in kernel.chunks}
+    run = types.FunctionType(code, {"__builtins__": __builtins__, **names}, "kernel")
+    run(*code.co_varnames[:code.co_argcount])
+    return calls
+
+
 # ---- liveness on the generated statements ---------------------------------------------------
 
 def test_flow_finds_names_read_before_written_and_written():
@@ -87,15 +135,14 @@ def small_chunks(monkeypatch):
     return 60
 
 
-def test_long_gradient_is_split_into_bounded_chunks_and_matches_numpy(small_chunks, tmp_path,
-                                                                     monkeypatch):
-    monkeypatch.setenv("NEWTONAD_CACHE_DIR", str(tmp_path))
+def test_long_gradient_is_split_into_bounded_chunks_and_matches_numpy(small_chunks, own_cache):
     x = np.linspace(-1.2, 1.1, 13)
     vg = tf.value_and_grad_program(traced(rosen_loop, x))
     kernel = numba_engine.lower(vg)
     assert len(kernel.chunks) >= 3
     assert all(c.lines <= small_chunks for c in kernel.chunks)
-    assert kernel.source.count("@njit") == len(kernel.chunks) + 1  # the chunks and the driver
+    # the chunks and the driver are jitted
+    assert jitted(kernel_module(kernel)) == {c.name for c in kernel.chunks} | {"kernel"}
     fn, dispatcher, path = numba_engine.load(kernel)
     run = numba_engine.make_runner(fn, kernel, dispatcher, path)
     f, g = run(x)
@@ -136,15 +183,18 @@ def test_long_hvp_with_vector_blocks_is_split_and_matches_numpy(small_chunks, tm
         assert_close(hv[:, c], fd, rtol=1e-6, atol=1e-6)
 
 
-def test_kernels_under_the_bound_are_one_function():
+def test_kernels_under_the_bound_are_one_function(own_cache):
     x = np.linspace(-1.2, 1.1, 6)
     kernel = numba_engine.lower(tf.value_and_grad_program(traced(rosen_loop, x)))
     assert kernel.chunks == ()
-    assert kernel.source.count("@njit") == 1
-    assert "def chunk" not in kernel.source
+    module = kernel_module(kernel)
+    functions = {name for name, f in vars(module).items()
+                 if isinstance(f, (Dispatcher, types.FunctionType))}
+    assert jitted(module) == {"kernel"} and functions == {"kernel", "njit"}
+    assert not hasattr(module, "CHUNKS")
 
 
-def test_the_largest_built_in_kernel_stays_one_function():
+def test_the_largest_built_in_kernel_stays_one_function(own_cache):
     """The linearised HVP of the minimal surface: the longest kernel of the built-in
     problems and the engine benchmarks, generated as before (one function)."""
     from newtonad import problems
@@ -153,18 +203,18 @@ def test_the_largest_built_in_kernel_stays_one_function():
     program = trace_function(p.fun, [Slot(np.asarray(p.x0).shape)]).program
     for derived in tf.linearized_hvp(program, 4):
         kernel = numba_engine.lower(derived)
-        assert kernel.chunks == () and kernel.source.count("@njit") == 1
+        assert kernel.chunks == () and jitted(kernel_module(kernel)) == {"kernel"}
 
 
-def test_default_bound_splits_a_long_program_into_chunks_within_it():
+def test_default_bound_splits_a_long_program_into_chunks_within_it(own_cache):
     x = np.linspace(-1.2, 1.1, 301)  # ~3 000 steps, ~6 600 in the gradient
     kernel = numba_engine.lower(tf.value_and_grad_program(traced(rosen_loop, x)))
     bound = kernel_split.MAX_CHUNK_LINES
     assert len(kernel.chunks) > 1
     assert all(c.lines <= bound for c in kernel.chunks)
-    # the driver is one call per chunk
-    driver = kernel.source.split("def kernel(")[1]
-    assert driver.count("chunk") == len(kernel.chunks)
+    # the driver is one call per chunk, in order, passing each chunk its parameters
+    calls = driver_calls(kernel_module(kernel), kernel)
+    assert calls == [(c.name, c.params) for c in kernel.chunks]
 
 
 def test_a_very_long_fused_chain_lowers_without_recursion(monkeypatch):
@@ -177,7 +227,7 @@ def test_a_very_long_fused_chain_lowers_without_recursion(monkeypatch):
     assert kernel.chunks
 
 
-def test_many_chunks_compile_in_child_processes_and_load_from_the_cache(small_chunks, tmp_path,
+def test_many_chunks_compile_in_child_processes_and_load_from_the_cache(small_chunks, own_cache,
                                                                        monkeypatch):
     """A kernel of more chunks than CHUNKS_PER_PROCESS is compiled by child processes
     (bounding any one process's memory): this process only loads the chunks from the
@@ -185,7 +235,6 @@ def test_many_chunks_compile_in_child_processes_and_load_from_the_cache(small_ch
     evaluator's."""
     import resource
 
-    monkeypatch.setenv("NEWTONAD_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(kernel_split, "PYTHON_DRIVER_FROM_CHUNKS", 3)
     monkeypatch.setattr(numba_engine, "CHUNKS_PER_PROCESS", 2)
     x = np.linspace(-1.2, 1.1, 13)
@@ -194,10 +243,10 @@ def test_many_chunks_compile_in_child_processes_and_load_from_the_cache(small_ch
     assert len(kernel.chunks) > 2
     # each chunk is jitted on its own; the driver is plain Python (a jitted driver links
     # all the chunks into one numba module)
-    assert kernel.source.count("@njit") == len(kernel.chunks)
-    lines = kernel.source.splitlines()
-    driver = lines.index(next(line for line in lines if line.startswith("def kernel(")))
-    assert not lines[driver - 1].startswith("@njit")
+    module = kernel_module(kernel)
+    assert jitted(module) == {c.name for c in kernel.chunks}
+    assert isinstance(module.kernel, types.FunctionType)
+    assert driver_calls(module, kernel) == [(c.name, c.params) for c in kernel.chunks]
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
     fn, dispatcher, path = numba_engine.load(kernel)
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime > children_before
@@ -210,11 +259,10 @@ def test_many_chunks_compile_in_child_processes_and_load_from_the_cache(small_ch
     assert_close(g, g_ref, rtol=1e-12)
 
 
-def test_chunk_table_lists_each_chunk_with_its_params_and_returns(small_chunks, monkeypatch):
+def test_chunk_table_lists_each_chunk_with_its_params_and_returns(small_chunks, own_cache,
+                                                                  monkeypatch):
     monkeypatch.setattr(kernel_split, "PYTHON_DRIVER_FROM_CHUNKS", 3)
     x = np.linspace(-1.2, 1.1, 13)
     kernel = numba_engine.lower(tf.value_and_grad_program(traced(rosen_loop, x)))
-    namespace: dict = {}
-    table = kernel.source[kernel.source.index("CHUNKS = ("):kernel.source.index("def kernel(")]
-    exec(table, namespace)
-    assert namespace["CHUNKS"] == tuple((c.name, c.params, c.returns) for c in kernel.chunks)
+    module = kernel_module(kernel)
+    assert module.CHUNKS == tuple((c.name, c.params, c.returns) for c in kernel.chunks)
