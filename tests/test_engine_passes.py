@@ -13,7 +13,7 @@ import pytest
 import newtonad as nad
 from newtonad.ad import transforms as tf
 from newtonad.ad.engine import loop_ir as ir
-from newtonad.ad.engine import numba_engine
+from newtonad.ad.engine import numba_cache, numba_engine
 from newtonad.ad.engine.kinds import REDUCE_SUM
 from newtonad.ad.engine.options import LoweringOptions
 from newtonad.ad.engine.passes import (
@@ -67,8 +67,21 @@ def test_parallel_chunks_runs_the_outer_loop_on_threads():
     init, loop = private.body
     assert init == body[1].body[0]
     assert loop == ir.ParallelFor(0, 100, 8, 13, body[1].body[1].body)
-    text = "\n".join(print_lines(out))
-    assert "for c_p1 in prange(8):" in text and "acc_p1 += b1[i0_p1, i1_p1]" in text
+    # run as printed (prange recorded, run serially): 8 chunks covering every row once,
+    # with the piece's locals (accumulator, loop variables) its own
+    launches: list[int] = []
+
+    def prange(n):
+        launches.append(n)
+        return range(n)
+
+    b1 = np.random.default_rng(0).normal(size=(100, 3))
+    env = {"b1": b1}
+    exec("\n".join(print_lines(out)), {"prange": prange}, env)
+    assert launches == [8]
+    np.testing.assert_allclose(env["acc_p1"], b1.sum(), rtol=1e-14)
+    assert {"acc_p1", "i0_p1", "i1_p1"} <= env.keys()
+    assert not {"acc", "i0", "i1"} & env.keys()
 
 
 def test_parallel_chunks_leaves_small_nests_serial():
@@ -122,7 +135,11 @@ def rosen(x):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_lowered_kernels_hold_only_printable_ir(threads):
+def test_lowered_kernels_hold_only_printable_ir(threads, tmp_path, monkeypatch):
+    """No statement a pass removes is left, and the kernel function numba is given (its
+    module imported: nothing is compiled) loops with ``prange`` under ``parallel=True``
+    exactly when the IR has a parallel loop."""
+    monkeypatch.setenv("NEWTONAD_CACHE_DIR", str(tmp_path))
     opts = LoweringOptions(parallel_min_iterations=256, parallel_threads=threads)
     program = nad.trace(rosen, np.zeros(1000))
     for prog in (program, tf.value_and_grad_program(program), tf.hvp_program(program, 3)):
@@ -132,7 +149,9 @@ def test_lowered_kernels_hold_only_printable_ir(threads):
         assert not any(isinstance(s, ir.For) and s.stop_at_run_time for s in stmts)
         has_threads = any(isinstance(s, ir.ParallelFor) for s in stmts)
         assert kernel.parallel == has_threads == (threads == 2)
-        assert ("prange" in kernel.source) == has_threads
+        module = numba_cache.import_module(*numba_cache.ensure_source(kernel.source))
+        assert bool(module.kernel.targetoptions.get("parallel")) == has_threads
+        assert ("prange" in module.kernel.py_func.__code__.co_names) == has_threads
 
 
 # ---- columns written out ------------------------------------------------------------------------
