@@ -23,7 +23,7 @@ import pytest
 import newtonad as nad
 from newtonad.ad import transforms as tf
 from newtonad.ad.engine import loop_ir as ir
-from newtonad.ad.engine import numba_engine, numpy_eval
+from newtonad.ad.engine import numba_cache, numba_engine, numpy_eval
 from newtonad.ad.engine.options import LoweringOptions
 from newtonad.ad.program import Program
 
@@ -51,6 +51,19 @@ def parallel_steps(kernel) -> list[str]:
 
 def step_comments(kernel) -> list[str]:
     return [s.text for s, _ in ir.walk(kernel.body) if isinstance(s, ir.Comment)]
+
+
+def compiled_parallel(dispatcher) -> bool:
+    """Whether numba compiles the kernel function of ``dispatcher`` with ``parallel=True``."""
+    return bool(dispatcher.targetoptions.get("parallel"))
+
+
+def given_to_numba(kernel) -> tuple[bool, bool]:
+    """The kernel function numba is given, from its module imported (nothing compiled):
+    whether it is compiled with ``parallel=True``, and whether it loops with ``prange``."""
+    module = numba_cache.import_module(*numba_cache.ensure_source(kernel.source))
+    return (compiled_parallel(module.kernel),
+            "prange" in module.kernel.py_func.__code__.co_names)
 
 
 def check(program: Program, inputs: tuple, options: LoweringOptions = SMALL_GATE):
@@ -200,7 +213,7 @@ def test_default_gate_parallelises_large_loops_only():
         kernel = numba_engine.lower(tf.hvp_program(nad.trace(rosen, np.zeros(n)), 1),
                                     LoweringOptions(**options))
         assert kernel.parallel == bool(parallel_steps(kernel))
-        assert ("parallel=True" in kernel.source) == kernel.parallel
+        assert given_to_numba(kernel) == (kernel.parallel, kernel.parallel)
         return kernel.parallel
 
     assert parallel(10**5, parallel_threads=2) and not parallel(1000, parallel_threads=2)
@@ -214,9 +227,15 @@ def test_options_are_part_of_the_cache_key(small_gate):
     n = 301
     x = np.random.default_rng(0).uniform(-1, 1, n)
     program = tf.value_and_grad_program(nad.trace(rosen, x))
-    serial = numba_engine.compile_program(program, small_gate.replace(parallel_threads=1))
+    serial_options = small_gate.replace(parallel_threads=1)
+    serial = numba_engine.compile_program(program, serial_options)
     parallel = numba_engine.compile_program(program, small_gate)
-    assert "prange" in parallel.source and "prange" not in serial.source
+    # each runner runs the kernel lowered under its own options
+    assert serial.source == numba_engine.lower(program, serial_options).source
+    assert parallel.source == numba_engine.lower(program, small_gate).source
+    assert parallel_steps(numba_engine.lower(program, small_gate))
+    assert not parallel_steps(numba_engine.lower(program, serial_options))
+    assert compiled_parallel(parallel.dispatcher) and not compiled_parallel(serial.dispatcher)
     for a, b in zip(serial(x), parallel(x)):
         np.testing.assert_allclose(a, b, rtol=RTOL)
 
@@ -255,7 +274,7 @@ def test_forked_process_runs_parallel_kernels():
     program = tf.value_and_grad_program(nad.trace(rosen, x))
     options = LoweringOptions.current().replace(parallel_threads=2)
     run = numba_engine.compile_program(program, options)
-    assert "parallel=True" in run.source
+    assert compiled_parallel(run.dispatcher)
     expected = float(np.sum(run(x)[1]))
     pool = multiprocessing.get_context("fork").Pool(1)
     try:
