@@ -607,13 +607,27 @@ def test_inputs_are_checked_and_coerced(small_run):
         run(x, out=(np.empty(()), np.empty(4)))
 
 
-def test_generated_source_is_readable(small_run):
+def test_generated_kernel_is_readable_and_cached(small_run):
+    """The kernel loops over the arrays, each program step it computes preceded by a
+    comment showing the step; numba compiles it into its disk cache, with fast-math
+    flags that keep NaN and infinity checks working."""
+    from newtonad.ad.engine import loop_ir as ir
+    from newtonad.ad.engine import numba_engine
+    from newtonad.ad.engine.numba_codegen import describe
+
     run, program = small_run
-    src = run.source
-    assert "for i0 in range(" in src
-    assert "# s" in src and "= square(" in src      # program steps as comments
-    assert "nnan" not in src and "ninf" not in src and "fastmath=True" not in src
-    assert "cache=True" in src
+    kernel = numba_engine.lower(program)
+    assert run.source == kernel.source  # the runner's kernel is this one
+    stmts = [s for s, _ in ir.walk(kernel.body)]
+    assert any(isinstance(s, ir.For) and s.var == ir.LoopVar(0) for s in stmts)
+    comments = {s.text for s in stmts if isinstance(s, ir.Comment)}
+    squares = [describe(program, step) for step in program.steps
+               if step.primitive.name == "square"]
+    assert squares and set(squares) <= comments  # program steps as comments
+    options = run.dispatcher.targetoptions
+    assert isinstance(options["fastmath"], set) and options["fastmath"]
+    assert not {"nnan", "ninf"} & options["fastmath"]
+    assert run.dispatcher.stats.cache_path is not None  # cache=True
 
 
 def test_unknown_primitive_falls_back_to_numpy():
