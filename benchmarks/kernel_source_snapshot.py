@@ -30,29 +30,14 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-def rosen(x):
-    return np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
-
-
-def logistic(w, X, y, lam):
-    return np.sum(np.logaddexp(0, -y * (X @ w))) + 0.5 * lam * (w @ w)
-
-
-def surface(u, h):
-    return np.sum(np.sqrt(1 + ((u[1:, :-1] - u[:-1, :-1]) * h) ** 2
-                          + ((u[:-1, 1:] - u[:-1, :-1]) * h) ** 2))
+from compare import logistic, rosen, surface  # noqa: E402  (the objectives compare.py times)
+from pipeline_report import rosen_loop  # noqa: E402
 
 
 def least_squares(x, A, b):
     return 0.5 * np.sum((A @ x - b) ** 2)
-
-
-def rosen_loop(x):
-    s = 0.0
-    for i in range(len(x) - 1):
-        s = s + 100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2
-    return s
 
 
 def rosen_blocks(x):
