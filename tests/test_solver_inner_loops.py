@@ -166,10 +166,11 @@ def test_first_cg_iteration_equals_the_one_from_zero_and_a_copy_bit_for_bit(n):
     copying g first, and gets the very numbers cg_update gets from z = 0, r = g."""
     d, bd, g = _vectors(n, 3, seed=5)
     z, r = np.full(n, np.nan), np.full(n, np.nan)  # whatever a reused buffer held
-    got = linalg._cg_iterate(0.37, d, bd, z, r, g, True, True)
+    rr = 2.5
+    curv, rr_new, r1 = linalg.truncated_cg_step(d.copy(), bd, z, r, g, rr, first=True)
     z0, r0 = np.zeros(n), g.copy()
-    expected = linalg.cg_update(0.37, d, bd, z0, r0, l1=True)
-    assert got == expected
+    expected = linalg.cg_update(rr / curv, d, bd, z0, r0, l1=True)
+    assert (rr_new, r1) == expected
     assert np.array_equal(z, z0) and np.array_equal(r, r0)
 
 

@@ -223,19 +223,16 @@ def _first_update_loop(alpha: float, d: np.ndarray, hd: np.ndarray, g: np.ndarra
     return rr, r1
 
 
-def _cg_iterate(alpha: float, d: np.ndarray, bd: np.ndarray, z: np.ndarray, r: np.ndarray,
-                g: np.ndarray, first: bool, l1: bool) -> tuple[float, float]:
-    """``z += α d``, ``r += α H d`` (``first``: from ``z = 0``, ``r = g``): ``r @ r``,
-    ``sum(|r|)`` (nan unless ``l1`` or large)."""
-    if d.size >= SERIAL_FROM:
-        if first:
-            rr, r1 = _compiled(_first_update_loop)(alpha, d, bd, g, z, r)
-            return float(rr), float(r1)
-        return cg_update(alpha, d, bd, z, r)
+def _cg_iterate_large(alpha: float, d: np.ndarray, bd: np.ndarray, z: np.ndarray,
+                      r: np.ndarray, g: np.ndarray, first: bool) -> tuple[float, float]:
+    """``z += α d``, ``r += α H d`` (``first``: from ``z = 0``, ``r = g``) on vectors of
+    ``SERIAL_FROM`` entries or more: ``r @ r`` and ``sum(|r|)``. (Small vectors make the
+    same updates with inline BLAS calls in the callers: a call here costs more than
+    their update.)"""
     if first:
-        z.fill(0.0)
-        np.copyto(r, g)
-    return cg_update(alpha, d, bd, z, r, l1=l1)
+        rr, r1 = _compiled(_first_update_loop)(alpha, d, bd, g, z, r)
+        return float(rr), float(r1)
+    return cg_update(alpha, d, bd, z, r)
 
 
 def truncated_cg_step(d: np.ndarray, bd: np.ndarray, z: np.ndarray, r: np.ndarray,
@@ -256,7 +253,7 @@ def truncated_cg_step(d: np.ndarray, bd: np.ndarray, z: np.ndarray, r: np.ndarra
         curv = float(_compiled(_dot_loop)(d, bd))
         if not (curv > 0.0 and curv < math.inf):
             return curv, math.nan, math.nan
-        rr_new, r1 = _cg_iterate(rr / curv, d, bd, z, r, g, first, True)
+        rr_new, r1 = _cg_iterate_large(rr / curv, d, bd, z, r, g, first)
         _compiled(_scal_sub_loop)(rr_new / rr, d, r, d)
         return curv, rr_new, r1
     curv = float(_ddot(d, bd))  # the BLAS calls of dot, cg_update and scal_sub, inline
@@ -302,7 +299,7 @@ def steihaug_step(d: np.ndarray, bd: np.ndarray, z: np.ndarray, r: np.ndarray,
     if end_sq >= r2:
         return OUTSIDE, curv, alpha, end_sq, 0.0
     if large:
-        rr_new = _cg_iterate(alpha, d, bd, z, r, g, first, False)[0]
+        rr_new = _cg_iterate_large(alpha, d, bd, z, r, g, first)[0]
     else:  # the BLAS calls of cg_update, inline
         if first:
             z.fill(0.0)
