@@ -41,24 +41,15 @@ def is_point(key: tuple | None, x: np.ndarray) -> bool:
     return x.tobytes() == data if data.__class__ is bytes else same_contents(x, data)
 
 
-class GradientTwice:
-    """The gradient at a point, written twice by the kernel: in the record's array and in
-    one that no one has seen yet. :meth:`copy` gives the unseen array the first time (no
-    copy: the first caller owns it) and copies of the record's array after that."""
+class Unseen:
+    """A gradient the kernel wrote into an array that no one holds yet: the first caller
+    to ask for the gradient takes the array itself (no copy), and the record forgets it
+    (see ``Objective._hand_out``)."""
 
-    __slots__ = ("record", "unseen")
+    __slots__ = ("array",)
 
-    def __init__(self, record: np.ndarray, unseen: np.ndarray):
-        self.record = record
-        self.unseen: np.ndarray | None = unseen
-
-    def copy(self) -> np.ndarray:
-        """An array with the gradient that the caller owns (and may write into)."""
-        unseen = self.unseen
-        if unseen is None:
-            return self.record.copy()
-        self.unseen = None
-        return unseen
+    def __init__(self, array: np.ndarray):
+        self.array = array
 
 
 class Point:
@@ -73,8 +64,10 @@ class Point:
     the compiled engines the value-and-gradient kernel writes that copy itself, in the
     loops that read x (:func:`~newtonad._programs.with_copies`).
 
-    ``grad`` is never handed out: callers get ``grad.copy()`` (they may write into what
-    they get), which a :class:`GradientTwice` answers without copying the first time.
+    A ``grad`` array is never handed out: callers get ``grad.copy()`` (they may write into
+    what they get). An :class:`Unseen` one is given to the first caller as it is, and then
+    the record has no gradient (``value`` stays): a second caller at the point has it
+    computed again.
     """
 
     __slots__ = ("key", "x", "value", "grad", "linear", "products")
@@ -82,7 +75,7 @@ class Point:
     key: tuple | None  # (shape, bytes) of a small point, (shape, private copy) of a large one
     x: np.ndarray | None  # a private copy of it, read by the linear runners
     value: Any  # f there, a 0-d array until fun asks for a float (None: not computed)
-    grad: np.ndarray | GradientTwice | None  # ∇f there, handed out as copies
+    grad: np.ndarray | Unseen | None  # ∇f there (None: not computed, or given away)
     linear: Mapping[int | None, tuple]  # frame width -> (linear runner, its inputs before V)
     products: bool  # hessp ran here or residuals were made here: the next product linearises
 
@@ -142,5 +135,5 @@ class Point:
         self.clear((x.shape, kept))
 
 
-__all__ = ["SMALL_POINT_SIZE", "NO_LINEARIZATION", "GradientTwice", "Point", "is_point",
+__all__ = ["SMALL_POINT_SIZE", "NO_LINEARIZATION", "Unseen", "Point", "is_point",
            "new_key"]

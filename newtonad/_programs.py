@@ -216,30 +216,22 @@ def run_derived(traced: Traced, kind: str, k: int | None, make: Callable[[], Any
 
 # ---- value and gradient with copies (Objective at a new large point) -----------------------
 
-def with_copies(program: Program, gradient_twice: bool = True) -> Program:
-    """``program``'s value-and-gradient program, returning ``(f, ∇f, x, ∇f)``, or
-    ``(f, ∇f, x)`` without ``gradient_twice``.
+def with_copy_of_x(program: Program) -> Program:
+    """``program``'s value-and-gradient program, returning ``(f, ∇f, x)``.
 
-    The extra outputs are ``x * 1`` and ``∇f * 1`` (exact: 1 is the identity of IEEE
-    multiplication): elementwise steps the numba engine fuses into the loops that read
-    ``x`` and write ``∇f``, so the kernel writes the private copy of a large point, and
-    the gradient in two arrays, with threads where its loops have them, instead of two
-    more serial passes over memory after it. (A plain repeated output would be a
+    The extra output is ``x * 1`` (exact: 1 is the identity of IEEE multiplication): an
+    elementwise step the numba engine fuses into the loops that read ``x``, so the kernel
+    writes the private copy of a large point, with threads where its loops have them,
+    instead of a serial pass over memory before it. (A plain repeated output would be a
     separate copy loop; ``simplify`` would remove the ``* 1``, so it is not run here.)
     """
     vg = tf.value_and_grad_program(program)
     roots = [new_tracer(slot) for slot in vg.in_slots]
     y, g = interpret(vg, roots)
     one = Var(np.ones(()), const=True)
-    outputs = [y, g, mul_p(roots[0], one)] + ([mul_p(g, one)] if gradient_twice else [])
-    copies, closed = to_program(roots, outputs)
+    copies, closed = to_program(roots, [y, g, mul_p(roots[0], one)])
     assert not closed  # vg is closed: interpreting it reaches nothing outside roots
     return copies
-
-
-def with_copy_of_x(program: Program) -> Program:
-    """:func:`with_copies` without the gradient's second array: ``(f, ∇f, x)``."""
-    return with_copies(program, gradient_twice=False)
 
 
 # ---- identity frames --------------------------------------------------------------------

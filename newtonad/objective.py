@@ -21,9 +21,10 @@ replaced as a whole when x changes, as in scipy's ``ScalarFunction``. Points are
 by value, so scipy's copies of ``x`` still hit the cache, and a caller that changes its
 ``x`` in place gets a new point. Gradients are handed out as arrays the caller owns and
 may write into. Under the compiled engines, at a new point of 32 768 entries or more the
-value-and-gradient kernel itself writes the record's copy of x and the gradient twice
-(one for the record, one for the first caller), in the loops that read x and write the
-gradient: no pass over memory before or after it (issue 13, item 6).
+value-and-gradient kernel itself writes the record's copy of x, in the loops that read x,
+and the gradient into a new array that the first caller takes as it is: no pass over
+memory before or after it (issue 13, item 6). A second caller at that point, rare in a
+solver, has the gradient computed again.
 The counters ``nfev``, ``njev`` and ``nhev`` count what was really computed.
 """
 
@@ -35,7 +36,7 @@ import numpy as np
 
 from . import api
 from ._hessian_matrices import HessianMatrices
-from ._point import SMALL_POINT_SIZE, GradientTwice, Point, is_point
+from ._point import SMALL_POINT_SIZE, Point, Unseen, is_point
 from ._programs import (
     Traced,
     as_data,
@@ -43,18 +44,17 @@ from ._programs import (
     as_point,
     derive,
     traced_at,
-    with_copies,
     with_copy_of_x,
 )
 from .ad import transforms as tf
 
-#: From this many entries the value-and-gradient kernel writes the copies of a new point
-#: (x's, the gradient's: see with_copies). Below, two serial copies around the kernel
-#: cost less than passing it its output arrays (``value_and_grad`` of Rosenbrock at a new
-#: point, the two ways interleaved in one process, serial copies against the kernel's:
-#: n = 4096 3.6 against 4.8 µs a call, 16384 8.3 against 9.9 µs, 32768 even, 65536 34
-#: against 32 µs; at n = 1e6 the overhead over nad.value_and_grad falls from 0.4-0.6x to
-#: 0.1-0.3x: benchmarks/objective_overhead.py).
+#: From this many entries the value-and-gradient kernel writes the copy of a new point
+#: (see with_copy_of_x) and the gradient for the caller into a new array. Below, serial
+#: copies around the kernel cost less than passing it its output arrays
+#: (``value_and_grad`` of Rosenbrock at a new point, the two ways interleaved in one
+#: process, serial copies against the kernel's: n = 4096 3.6 against 4.8 µs a call,
+#: 16384 8.3 against 9.9 µs, 32768 even, 65536 34 against 32 µs; at n = 1e6 see
+#: benchmarks/objective_overhead.py).
 _KERNEL_COPIES_FROM = 1 << 15
 #: Below this many entries of data (x and args together), hessp runs every product as
 #: one whole HVP pass and never linearises: passing the residuals to the linear kernel
@@ -118,7 +118,6 @@ class Objective(HessianMatrices):
         self._runners: dict[tuple, tuple] = {}  # (shape, kind, k) -> (runner, its data inputs)
         # the last runner of each hot path, checked by shape alone (no dict lookup per call)
         self._vg_runner: tuple | None = None  # (shape, runner, data, copies)
-        self._fun_runner: tuple | None = None  # the same, for fun (no gradient handed out)
         self._hvp_runner: tuple | None = None  # ((shape, k), runner, data)
         self._second_order = False  # set once hessp is used: then keep residuals with ∇f
         # (shape, linear runner, its sibling writing into two arrays in turn)
@@ -130,7 +129,7 @@ class Objective(HessianMatrices):
     def _forget(self) -> None:
         """Drop the point, every runner and captured value: f now computes another thing."""
         self._at.clear(None)
-        self._hvp_runner = self._vg_runner = self._fun_runner = self._alternating = None
+        self._hvp_runner = self._vg_runner = self._alternating = None
         self._runners = {}
         self._guards = ()
 
@@ -168,8 +167,9 @@ class Objective(HessianMatrices):
     def _evaluate(self, x: np.ndarray, give: bool = True) -> Point:
         """The current point, made ``x`` (a checked point) with its value and gradient.
 
-        ``give``: the caller hands the gradient out (jac, value_and_grad), so at a new
-        large point the kernel writes it twice; fun passes False.
+        ``give``: the caller hands the gradient out (jac, value_and_grad): it must be
+        there (not given away already), and at a new large point the kernel writes it
+        into a new array for the caller; fun passes False (f is enough).
         """
         at = self._at
         if x.size <= SMALL_POINT_SIZE:
@@ -179,18 +179,18 @@ class Objective(HessianMatrices):
                 # the per-call path of small problems, written out (no copies there)
                 vg = self._vg_runner
                 if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup
-                    vg = self._value_and_grad_runner(x, give)
+                    vg = self._value_and_grad_runner(x)
                 at.value, at.grad = vg[1](x, *vg[2])
                 self.nfev += 1
                 self.njev += 1
                 return at
         elif self._second_order:  # Newton use: _linearized below runs another program
-            if not at.move_to(x) and at.grad is not None:
+            if not at.move_to(x) and (at.grad is not None or not give and at.value is not None):
                 return at
         elif not is_point(at.key, x):
-            vg = self._vg_runner if give else self._fun_runner
+            vg = self._vg_runner
             if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup
-                vg = self._value_and_grad_runner(x, give)
+                vg = self._value_and_grad_runner(x)
             if vg[3] is None:
                 at.copy_in(x)
                 at.value, at.grad = vg[1](x, *vg[2])
@@ -202,10 +202,10 @@ class Objective(HessianMatrices):
             if kept is None:
                 kept = np.empty(x.shape)
             at.clear(None)  # a kernel that fails leaves no point behind
-            self._run_with_copies(x, vg, kept)
+            self._run_with_copies(x, vg, kept, give)
             at.key = (x.shape, kept)
             return at
-        elif at.grad is not None:
+        elif at.grad is not None or not give and at.value is not None:
             return at
         if self._second_order and not self._small(x):
             # Newton-type use: the pass that gives f and ∇f also keeps the residuals of
@@ -214,60 +214,63 @@ class Objective(HessianMatrices):
             return at
         vg = self._vg_runner
         if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup
-            vg = self._value_and_grad_runner(x, True)
+            vg = self._value_and_grad_runner(x)
         if vg[3] is None:
             at.value, at.grad = vg[1](x, *vg[2])
             self.nfev += 1
             self.njev += 1
         else:  # x is the current point: its copy is written again with the same values
-            self._run_with_copies(x, vg, at.key[1])  # type: ignore[index]
+            self._run_with_copies(x, vg, at.key[1], give)  # type: ignore[index]
         return at
 
-    def _value_and_grad_runner(self, x: np.ndarray, give: bool) -> tuple:
+    def _value_and_grad_runner(self, x: np.ndarray) -> tuple:
         """``(shape, runner, data, copies)`` of the value and gradient at x's shape, kept
-        as ``_vg_runner`` (``give``) or ``_fun_runner``: the last runner of the hot path,
-        checked by shape alone.
+        as ``_vg_runner``: the last runner of the hot path, checked by shape alone.
 
         ``copies`` is None, or for a point of ``_KERNEL_COPIES_FROM`` entries or more under
-        an engine that takes ``out=``, the arrays of f and ∇f that the runner of
-        :func:`~newtonad._programs.with_copies` writes (it also writes x's private copy and,
-        with ``give``, ∇f in a new array for the first caller; fun's runner does not: a
-        solver's line search asks for f alone at some points).
+        an engine that takes ``out=``, the record's arrays of f and ∇f for the runner of
+        :func:`~newtonad._programs.with_copy_of_x` (which also writes x's private copy;
+        see :meth:`_run_with_copies`).
         """
         vg: tuple
         if x.size >= _KERNEL_COPIES_FROM:
-            kind, make = (("value_and_grad_copies", with_copies) if give else
-                          ("value_and_grad_copy_x", with_copy_of_x))
-            run, data = self._compiled(x, kind, 0, make)
+            run, data = self._compiled(x, "value_and_grad_copy_x", 0, with_copy_of_x)
             # the compiled engines' runners (numba, auto) take out= and reuse outputs
             if hasattr(run, "reusing_outputs"):
-                vg = (x.shape, run, data, (np.empty(()), np.empty(x.shape)))
-                if give:
-                    self._vg_runner = vg
-                else:
-                    self._fun_runner = vg
+                vg = self._vg_runner = (x.shape, run, data, (np.empty(()), np.empty(x.shape)))
                 return vg
         run, data = self._compiled(x, "value_and_grad", 0, tf.value_and_grad_program)
         if hasattr(run, "reusing_outputs"):
             # outputs overwritten by the next point are fine: only the last one is kept
             run = run.reusing_outputs()
-        vg = self._vg_runner = self._fun_runner = (x.shape, run, data, None)
+        vg = self._vg_runner = (x.shape, run, data, None)
         return vg
 
-    def _run_with_copies(self, x: np.ndarray, vg: tuple, kept: np.ndarray) -> None:
-        """Run the kernel of :func:`~newtonad._programs.with_copies` at x: x's copy into
-        ``kept``, f and ∇f into the runner's arrays (the next point overwrites them: ∇f
-        is only handed out as copies), and, for the runner of jac and value_and_grad, ∇f
-        into a new array that the first caller gets as it is."""
+    def _run_with_copies(self, x: np.ndarray, vg: tuple, kept: np.ndarray, give: bool) -> None:
+        """Run the kernel of :func:`~newtonad._programs.with_copy_of_x` at x: x's copy
+        into ``kept``, f into the runner's array and ∇f -- for a caller (``give``: jac,
+        value_and_grad) into a new array the first caller takes as it is (:class:`Unseen`);
+        for fun into the record's array (the next point overwrites it: that gradient is
+        only handed out as copies; a line search asks for f alone at most points)."""
         _, run, data, (value, grad) = vg
         at = self._at
-        if vg is self._fun_runner:
-            at.value, at.grad, _ = run(x, *data, out=(value, grad, kept))
+        if give:
+            at.value, given, _ = run(x, *data, out=(value, np.empty(x.shape), kept))
+            at.grad = Unseen(given)
         else:
-            at.value, unseen, _, _ = run(x, *data, out=(value, np.empty(x.shape), kept, grad))
-            at.grad = GradientTwice(grad, unseen)
+            at.value, at.grad, _ = run(x, *data, out=(value, grad, kept))
         self.nfev += 1
         self.njev += 1
+
+    def _hand_out(self) -> np.ndarray:
+        """The current point's gradient in an array the caller owns: a copy of the
+        record's, or the :class:`Unseen` one itself (then the record has none)."""
+        at = self._at
+        grad = at.grad
+        if grad.__class__ is Unseen:
+            at.grad = None  # the caller owns the only array with it
+            return grad.array  # type: ignore[union-attr]
+        return grad.copy()  # type: ignore[union-attr]
 
     def value_and_grad(self, x: Any) -> tuple[float, np.ndarray]:
         """Return ``(f(x), ∇f(x))`` from one pass; for ``scipy.optimize.minimize(jac=True)``.
@@ -301,8 +304,7 @@ class Objective(HessianMatrices):
         (9.0, array([ 3., 12.]))
         """
         at = self._evaluate(self._check(x))
-        # _evaluate computed the gradient (no assert: this is the per-call hot path)
-        return float(at.value), at.grad.copy()  # type: ignore[union-attr]
+        return float(at.value), self._hand_out()
 
     def fun(self, x: Any) -> float:
         """Return ``f(x)``; the gradient at ``x`` is computed in the same pass and kept.
@@ -364,8 +366,8 @@ class Objective(HessianMatrices):
         >>> obj.jac(np.array([1.0, 2.0]))
         array([ 3., 12.])
         """
-        # _evaluate computed the gradient (no assert: this is the per-call hot path)
-        return self._evaluate(self._check(x)).grad.copy()  # type: ignore[union-attr]
+        self._evaluate(self._check(x))
+        return self._hand_out()
 
     # ---- second order --------------------------------------------------------------------
     def _linearized(self, x: np.ndarray, k: int | None) -> tuple[Callable, tuple]:
@@ -388,9 +390,10 @@ class Objective(HessianMatrices):
             linear = (linear_run, (at.x, *data, *res))
             at.linear = {**at.linear, k: linear}  # a dict of its own: the empty one is shared
             if at.grad is None:
+                if at.value is None:  # else a caller took the gradient: this is a repeat
+                    self.nfev += 1
+                    self.njev += 1
                 at.value, at.grad = y, g
-                self.nfev += 1
-                self.njev += 1
         return linear
 
     def linearize_hessp(self, x: Any, *, reuse_output: bool = False
