@@ -82,6 +82,25 @@ def test_steihaug_step_outcomes(n):
         assert out[0] == linalg.NOT_POSITIVE
 
 
+@pytest.mark.parametrize("k", range(1, 14))
+def test_combine_rows_of_large_vectors_adds_row_by_row_bit_for_bit(k):
+    """Four rows per pass, the sums in the order of axpys from 0 row by row: the same bits
+    as that sequence (and h @ Q to rounding)."""
+    n = linalg.SERIAL_FROM + 5
+    rng = np.random.default_rng(k)
+    Q = rng.standard_normal((k, n))
+    h = rng.standard_normal(k)
+    rows = scratch.Rows(k, n)
+    for j in range(k):
+        rows[j][:] = Q[j]
+    sequence = h[0] * Q[0]
+    for j in range(1, k):
+        sequence += h[j] * Q[j]
+    out = linalg.combine_rows(h, rows, np.full(n, np.nan))
+    assert np.array_equal(out, sequence)
+    assert_close(out, h @ Q, 1e-12, 1e-12)
+
+
 @pytest.mark.parametrize("n", SIZES)
 def test_lanczos_step_line_dots_combine_rows_along(n):
     q, w, q_prev, z, d = _vectors(n, 5, seed=3)

@@ -333,18 +333,56 @@ def _scaled_loop(a: float, x: np.ndarray, out: np.ndarray) -> None:
         out[i] = a * x[i]
 
 
+def _first_four_rows_loop(h0: float, q0: np.ndarray, h1: float, q1: np.ndarray, h2: float,
+                          q2: np.ndarray, h3: float, q3: np.ndarray, out: np.ndarray) -> None:
+    for i in range(out.size):
+        out[i] = ((h0 * q0[i] + h1 * q1[i]) + h2 * q2[i]) + h3 * q3[i]
+
+
+def _four_rows_loop(h0: float, q0: np.ndarray, h1: float, q1: np.ndarray, h2: float,
+                    q2: np.ndarray, h3: float, q3: np.ndarray, out: np.ndarray) -> None:
+    for i in range(out.size):
+        out[i] = (((out[i] + h0 * q0[i]) + h1 * q1[i]) + h2 * q2[i]) + h3 * q3[i]
+
+
+@functools.cache
+def _in_order(loop: Callable) -> Callable:
+    """``loop`` compiled without "reassoc": its sums are added in the order written."""
+    import numba
+
+    return numba.njit(cache=True, nogil=True)(loop)
+
+
 def combine_rows(h: np.ndarray, rows: Any, out: np.ndarray) -> np.ndarray:
     """``out = h @ rows[:h.size]`` for a 2-D array or a :class:`~.scratch.Rows` of
-    vectors (large: serially, row by row, as a sequence of axpys from 0); returns
-    ``out``."""
+    vectors; returns ``out``.
+
+    Large vectors: serial compiled loops taking four rows per pass over ``out`` (the
+    basis does not fit in cache, so each pass reads ``out`` back from memory: a pass per
+    row cost as much as the Lanczos steps' own vector work). The terms are added in the
+    order of a sequence of axpys from 0, row by row, so the sums are theirs bit for bit.
+    """
     k = h.size
     if out.size < SERIAL_FROM:
         block = rows[:k] if isinstance(rows, np.ndarray) else rows.stacked(k)
         return np.matmul(h, block, out=out)
-    _compiled(_scaled_loop)(float(h[0]), rows[0], out)  # 0 + h0 q0, without zeroing out
+    c = [float(v) for v in h]
+    j = 0
+    if k >= 4:
+        _in_order(_first_four_rows_loop)(c[0], rows[0], c[1], rows[1], c[2], rows[2],
+                                         c[3], rows[3], out)
+        j = 4
+        four = _in_order(_four_rows_loop)
+        while j + 4 <= k:
+            four(c[j], rows[j], c[j + 1], rows[j + 1], c[j + 2], rows[j + 2],
+                 c[j + 3], rows[j + 3], out)
+            j += 4
+    else:
+        _compiled(_scaled_loop)(c[0], rows[0], out)  # 0 + h0 q0, without zeroing out
+        j = 1
     axpy_loop = _compiled(_axpy_loop)
-    for j in range(1, k):
-        axpy_loop(float(h[j]), rows[j], out)
+    for i in range(j, k):
+        axpy_loop(c[i], rows[i], out)
     return out
 
 
