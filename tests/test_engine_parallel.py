@@ -179,6 +179,54 @@ def test_scalar_product_runs_in_parallel(small_gate):
     assert any("reduce_prod" in s for s in parallel_steps(kernel)), kernel.source
 
 
+def test_scalar_sums_on_threads_are_the_same_bits_on_any_threads(small_gate):
+    """Sums into scalars are added per chunk and the chunks in order, so the bits depend
+    neither on how many threads run the chunks nor on which thread runs which (numba's own
+    prange reduction folds per thread: under TBB its sums changed from call to call)."""
+    def f(x):
+        return np.sum(np.cos(x)) ** 2 + np.sum(x * np.sin(x)) + np.prod(1 + 1e-4 * x)
+
+    x = np.random.default_rng(3).normal(size=4099) * 3  # chunks of 65 rows, the last short
+    program = tf.value_and_grad_program(nad.trace(f, x))
+    kernel = check(program, (x,))
+    assert any("reduce_sum" in s for s in parallel_steps(kernel)), kernel.source
+    run = numba_engine.compile_program(program, SMALL_GATE)
+    other = numba_engine.compile_program(tf.value_and_grad_program(nad.trace(rosen, x)),
+                                         SMALL_GATE)
+    first = run(x)
+    for threads in [1, THREADS] * 10:
+        numba.set_num_threads(threads)
+        try:
+            other(x)  # another parallel kernel between calls
+            again = run(x)
+        finally:
+            numba.set_num_threads(THREADS)
+        assert all(np.array_equal(a, b) for a, b in zip(first, again)), threads
+
+
+def test_a_linearisation_on_threads_gives_the_same_bits_every_time():
+    """The residual pass of trigonometric (n = 65536: its sums run on threads under the
+    default options) gives the same residuals before and after the linear kernel runs.
+    Under TBB, numba's own prange reductions gave sums one bit apart after the first
+    linear product, and trust-krylov's iterates then differed from run to run."""
+    from newtonad import problems
+
+    p = problems.get("trigonometric", 65536)
+    obj = nad.Objective(p.fun, engine="numba")
+    x = p.x0.copy()
+    obj.linearize_hessp(x)
+    g = obj.value_and_grad(x)[1]
+    (residual_run, _), data = obj._runners[(x.shape, "linearized_hvp", None)]
+    first = residual_run(x, *data)
+    op = obj.linearize_hessp(x, reuse_output=True)
+    v = g / np.linalg.norm(g)
+    hv = op(v).copy()
+    for _ in range(3):
+        again = residual_run(x, *data)
+        assert all(np.array_equal(a, b) for a, b in zip(first, again))
+        assert np.array_equal(op(v), hv)
+
+
 def test_max_and_min_stay_serial(small_gate):
     """numba combines threads' partial sums and products only; the gradient's masks
     (``x == max``) run in parallel after the serial loop that finds the extremes."""

@@ -39,6 +39,7 @@ from .loop_ir import (
     Text,
     Var,
 )
+from .printer import chunk_folds
 
 Flow = tuple[set[str], set[str], set[str]]
 
@@ -116,10 +117,19 @@ class _Liveness:
             self.block(s.body, suffix, inner)
         elif isinstance(s, ParallelFor):
             # for c in prange(..): lo = ..c..; for j in range(..lo..): i0 = lo + j; body
+            # with sums into scalars (printer.parallel_for): part_r = np.empty(..) before,
+            # acc_r = 0.0 in each chunk, then for e in range(..): r += part_r[e]
+            folds = chunk_folds(s.body)
+            for r in folds:
+                self.write(f"part_{r}{suffix}", defined)
             inner = set(defined)
             for n in ("c", "lo", "j", "i0"):
                 self.write(n + suffix, inner)
+            for r in folds:
+                self.write(f"acc_{r}{suffix}", inner)
             self.block(s.body, suffix, inner)
+            if folds:
+                self.write(f"e{suffix}", set(defined))
         elif isinstance(s, Private):
             self.block(s.body, s.suffix, defined)
         else:

@@ -488,7 +488,9 @@ def independent_rows(at: Where, writer: NestWriter, sinks: list[Sink], box: Box)
         if not s.space:
             continue  # runs once, before the loop
         moves = any(var == 0 and scale != 0 for var, scale, _ in s.tmap)
-        scalar_sum = s.kind == "reduce" and at.is_scalar(s.target) and s.op in THREAD_REDUCTIONS
+        # a sum into a scalar is added up per chunk in float64 (printer.chunk_folds)
+        scalar_sum = (s.kind == "reduce" and at.is_scalar(s.target) and s.op in THREAD_REDUCTIONS
+                      and at.slots[s.target].dtype == "float64")
         if s.kind == "accum" or not (moves or scalar_sum):
             return False
     return not writer.reads.keys() & {writer.g.base(s.target) for s in sinks}

@@ -3,13 +3,20 @@
 One printer for every statement of a kernel body. Inside :class:`~.loop_ir.Private`
 statements (the pieces run by parallel loops) locals and loop variables print with
 the piece's suffix.
+
+A sum (or product) into a kernel-wide scalar inside a :class:`~.loop_ir.ParallelFor` is
+printed as one partial sum per chunk, combined in chunk order after the loop, rather
+than as a numba ``prange`` reduction: numba folds a reduction per thread, and under the
+TBB layer which thread runs which chunks changes from call to call, so the same inputs
+gave sums that differed in the last bit (and solvers' iterates that drifted apart run
+to run). Per chunk, the bits do not depend on the threads at all.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .kinds import REDUCE_MAX, REDUCE_PROD, REDUCE_SUM
+from .kinds import REDUCE_MAX, REDUCE_PROD, REDUCE_SUM, THREAD_REDUCTIONS
 from .loop_ir import (
     Apply,
     Assign,
@@ -56,10 +63,13 @@ def fmt_index(m: tuple[Dim, ...], suffix: str = "") -> str:
 
 
 class Printer:
-    """Source lines of statements; ``suffix`` is appended to locals (parallel pieces)."""
+    """Source lines of statements; ``suffix`` is appended to locals (parallel pieces);
+    ``renamed`` maps kernel-wide scalars to the names printed for them (a chunk's partial
+    sums)."""
 
-    def __init__(self, suffix: str = ""):
+    def __init__(self, suffix: str = "", renamed: dict[str, str] | None = None):
         self.suffix = suffix
+        self.renamed = renamed or {}
 
     # -- expressions -------------------------------------------------------------------------
     def expr(self, e: Any) -> str:
@@ -68,7 +78,7 @@ class Printer:
         if isinstance(e, LoopVar):
             return f"i{e.n}{self.suffix}"
         if isinstance(e, Scalar):
-            return e.name
+            return self.renamed.get(e.name, e.name)
         if isinstance(e, (Lit, Text)):
             return e.text
         if isinstance(e, Load):
@@ -155,14 +165,43 @@ class Printer:
 
     def parallel_for(self, s: ParallelFor, indent: str) -> list[str]:
         """Chunks of a serial loop over ``j`` from 0 with ``i0 = lo + j`` (see
-        :func:`.passes.parallel_chunking` for why), on all threads."""
+        :func:`.passes.parallel_chunking` for why), on all threads; sums into scalars
+        as partial sums per chunk, added in chunk order after the loop (module
+        docstring)."""
         x = self.suffix
-        return [f"{indent}for c{x} in prange({s.chunks}):  # {s.chunks} chunks of {s.size} rows, "
+        folds = chunk_folds(s.body)
+        inner = Printer(x, {**self.renamed, **{r: f"acc_{r}{x}" for r in folds}})
+        chunk = indent + INDENT
+        return [*(f"{indent}part_{r}{x} = np.empty({s.chunks})" for r in folds),
+                f"{indent}for c{x} in prange({s.chunks}):  # {s.chunks} chunks of {s.size} rows, "
                 "on all threads",
-                f"{indent}    lo{x} = (c{x} & 0xFFFFFFFF) * {s.size} + {s.lo}",
-                f"{indent}    for j{x} in range(min({s.size}, {s.hi} - lo{x})):",
-                f"{indent}        i0{x} = lo{x} + j{x}",
-                *self.lines(s.body, indent + 2 * INDENT)]
+                f"{chunk}lo{x} = (c{x} & 0xFFFFFFFF) * {s.size} + {s.lo}",
+                *(f"{chunk}acc_{r}{x} = {'0.0' if op is REDUCE_SUM else '1.0'}"
+                  for r, op in folds.items()),
+                f"{chunk}for j{x} in range(min({s.size}, {s.hi} - lo{x})):",
+                f"{chunk}    i0{x} = lo{x} + j{x}",
+                *inner.lines(s.body, chunk + INDENT),
+                *(f"{chunk}part_{r}{x}[c{x}] = acc_{r}{x}" for r in folds),
+                *([f"{indent}for e{x} in range({s.chunks}):  # in chunk order"] if folds else []),
+                *(f"{indent}    {self.expr(Scalar(r))} {'+=' if op is REDUCE_SUM else '*='} "
+                  f"part_{r}{x}[e{x}]" for r, op in folds.items())]
+
+
+def chunk_folds(body: Any) -> dict[str, Any]:
+    """The kernel-wide scalars a parallel loop's ``body`` sums (or multiplies) into, with
+    the reduction: ``{name: op}`` in order of first appearance. (The planner threads a
+    nest with such a sink only for float64 scalars: the partial sums are float64.)"""
+    folds: dict[str, Any] = {}
+
+    def visit(stmts: Any) -> None:
+        for st in stmts:
+            if (isinstance(st, Reduce) and isinstance(st.target, Scalar)
+                    and st.op in THREAD_REDUCTIONS):
+                folds.setdefault(st.target.name, st.op)
+            for inner in (getattr(st, "body", ()), getattr(st, "orelse", ())):
+                visit(inner)
+    visit(body)
+    return folds
 
 
 def print_lines(stmts: Any, indent: str = "") -> list[str]:
@@ -170,4 +209,4 @@ def print_lines(stmts: Any, indent: str = "") -> list[str]:
     return Printer().lines(stmts, indent)
 
 
-__all__ = ["Printer", "print_lines", "fmt_dim", "fmt_index"]
+__all__ = ["Printer", "print_lines", "fmt_dim", "fmt_index", "chunk_folds"]
