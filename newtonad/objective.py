@@ -269,7 +269,7 @@ class Objective(HessianMatrices):
         grad = at.grad
         if grad.__class__ is Unseen:
             at.grad = None  # the caller owns the only array with it
-            return grad.array  # type: ignore[union-attr]
+            return grad.array
         return grad.copy()  # type: ignore[union-attr]
 
     def value_and_grad(self, x: Any) -> tuple[float, np.ndarray]:
