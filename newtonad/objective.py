@@ -210,7 +210,7 @@ class Objective(HessianMatrices):
         if self._second_order and not self._small(x):
             # Newton-type use: the pass that gives f and ∇f also keeps the residuals of
             # the Hessian at x, so hessp there needs no further primal work.
-            self._linearized(x, None)
+            self._linearized(x, None, need_grad=True)
             return at
         vg = self._vg_runner
         if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup
@@ -370,10 +370,15 @@ class Objective(HessianMatrices):
         return self._hand_out()
 
     # ---- second order --------------------------------------------------------------------
-    def _linearized(self, x: np.ndarray, k: int | None) -> tuple[Callable, tuple]:
+    def _linearized(self, x: np.ndarray, k: int | None, need_grad: bool = False
+                    ) -> tuple[Callable, tuple]:
         """``(linear runner, its inputs before V)`` at x for frames of width k.
 
-        ``k`` None: for one vector.
+        ``k`` None: for one vector. The residual pass also gives f and ∇f: kept when the
+        point has no gradient; with ``need_grad`` (a caller asks for it) the pass runs
+        again for it if a caller took the gradient before. Under the compiled engines
+        its outputs are new arrays no one else holds, so the first caller takes ∇f as
+        it is (:class:`Unseen`).
         """
         at = self._at
         at.move_to(x)
@@ -383,17 +388,20 @@ class Objective(HessianMatrices):
             at.x = kept if kept.__class__ is np.ndarray else x.copy()
         at.products = True  # products at x use these residuals
         linear = at.linear.get(k)
-        if linear is None:
+        if linear is None or need_grad and at.grad is None:
             (residual_run, linear_run), data = self._compiled(
                 x, "linearized_hvp", k, lambda program: tf.linearized_hvp(program, k))
             y, g, *res = residual_run(x, *data)
-            linear = (linear_run, (at.x, *data, *res))
-            at.linear = {**at.linear, k: linear}  # a dict of its own: the empty one is shared
+            if linear is None:
+                linear = (linear_run, (at.x, *data, *res))
+                at.linear = {**at.linear, k: linear}  # its own dict: the empty one is shared
             if at.grad is None:
-                if at.value is None:  # else a caller took the gradient: this is a repeat
+                if at.value is None or need_grad:  # else f and ∇f came with products
                     self.nfev += 1
                     self.njev += 1
-                at.value, at.grad = y, g
+                # the compiled engines' runners (numba, auto) give new arrays
+                at.value, at.grad = y, (Unseen(g) if hasattr(residual_run, "reusing_outputs")
+                                        else g)
         return linear
 
     def linearize_hessp(self, x: Any, *, reuse_output: bool = False
