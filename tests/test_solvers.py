@@ -221,6 +221,29 @@ def test_tridiagonal_subproblem(kind, radius):
     assert model(t, c, sol.h) == pytest.approx(model(t, c, ref.p), rel=1e-7, abs=1e-12)
 
 
+def test_tridiagonal_subproblem_at_the_rounding_level_of_a_badly_scaled_t(monkeypatch):
+    """meyer's T (entries from 6e4 to 7e11): ‖h(λ)‖ jitters by 2e-8 of Δ near the root,
+    so the 1e-10 test is never met; the iteration stops once Newton's steps stop gaining
+    instead of running to its limit (61 factorisations), with a step as good as the
+    dense eigendecomposition's."""
+    from newtonad.solvers import tridiagonal
+
+    diag = np.array([5.8498300919013414e+09, 7.4115925556501257e+11, 5.7907609442781875e+04])
+    off = np.array([6.5845645843469910e+10, 2.5636663828513972e+05])
+    c, radius = 153.88462556381435, 4.0
+    solves = []
+    shifted = tridiagonal._solve_shifted
+    monkeypatch.setattr(tridiagonal, "_solve_shifted",
+                        lambda *a: solves.append(1) or shifted(*a))
+    sol = solve_tridiagonal_trs(diag, off, c, radius)
+    assert len(solves) <= 6
+    assert sol.hits_boundary and np.linalg.norm(sol.h) == pytest.approx(radius, rel=1e-14)
+    t = np.diag(diag) + np.diag(off, 1) + np.diag(off, -1)
+    cv = np.array([c, 0.0, 0.0])
+    ref = solve_dense_trs(t, cv, radius)
+    assert model(t, cv, sol.h) <= model(t, cv, ref.p) + 1e-6 * abs(model(t, cv, ref.p))
+
+
 def test_hard_case_dense_boundary():
     rng = np.random.default_rng(11)
     h, g = hard_case(rng, 20)
