@@ -221,6 +221,33 @@ def test_tridiagonal_subproblem(kind, radius):
     assert model(t, c, sol.h) == pytest.approx(model(t, c, ref.p), rel=1e-7, abs=1e-12)
 
 
+def test_tridiagonal_subproblems_of_a_few_rows_on_floats_are_the_general_path_s_bits():
+    """GLTR's first steps (T of one to three rows, c = γ e₁) are solved on Python floats,
+    operation for operation as the LAPACK path: the same h, λ and boundary flag, to the
+    bit, for definite and indefinite T, with and without a warm start."""
+    from newtonad.solvers import tridiagonal
+
+    rng = np.random.default_rng(1)
+    fast = 0
+    for t in range(3000):
+        k = 1 + t % 3
+        diag = rng.standard_normal(k) * 10.0 ** rng.uniform(-2, 2)
+        if t % 4 == 0:
+            diag = np.abs(diag) + 0.1
+        off = rng.standard_normal(k - 1) * 10.0 ** rng.uniform(-2, 1)
+        c = float(rng.standard_normal() * 10.0 ** rng.uniform(-3, 3))
+        radius = float(10.0 ** rng.uniform(-3, 2))
+        lam0 = 0.0 if t % 3 else float(abs(rng.standard_normal()) * 10.0 ** rng.uniform(-2, 2))
+        few = tridiagonal._solve_few(list(diag), list(off), -c, radius, lam0)
+        if few is None:  # the hard case or no shift found: the general path's to solve
+            continue
+        fast += 1
+        general = solve_tridiagonal_trs(diag, off, np.r_[c, np.zeros(k - 1)], radius, lam0)
+        assert np.array_equal(few.h, general.h), (diag, off, c, radius, lam0)
+        assert (few.lam, few.hits_boundary) == (general.lam, general.hits_boundary)
+    assert fast >= 2900
+
+
 def test_tridiagonal_subproblem_at_the_rounding_level_of_a_badly_scaled_t(monkeypatch):
     """meyer's T (entries from 6e4 to 7e11): ‖h(λ)‖ jitters by 2e-8 of Δ near the root,
     so the 1e-10 test is never met; the iteration stops once Newton's steps stop gaining

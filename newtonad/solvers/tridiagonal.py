@@ -112,10 +112,11 @@ def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c, radius: float,
         ``h`` with ``(T + lam I) h = -c``, ``T + lam I`` positive semidefinite,
         ``lam >= 0`` and ``lam (radius - ||h||) = 0``.
     """
-    if np.size(diag) == 1 and isinstance(c, (float, int, np.floating)):
-        one = _solve_one(float(np.reshape(diag, -1)[0]), -float(c), radius, lam0)
-        if one is not None:
-            return one
+    if np.size(diag) <= _FEW and isinstance(c, (float, int, np.floating)):
+        few = _solve_few([float(v) for v in np.reshape(diag, -1)],
+                         [float(v) for v in np.reshape(off, -1)], -float(c), radius, lam0)
+        if few is not None:
+            return few
     diag = np.asarray(diag, dtype=np.float64)
     off = np.asarray(off, dtype=np.float64)
     if isinstance(c, (float, int, np.floating)):
@@ -182,64 +183,109 @@ def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c, radius: float,
     return TRSSolution(h, lam, True)
 
 
-def _solve_one(t: float, rhs: float, radius: float, lam0: float) -> TRSSolution | None:
-    """:func:`solve_tridiagonal_trs` for a 1 x 1 ``T = [t]`` and ``c = -rhs``, on Python
-    floats: the operations of the general path in its order (a first Lanczos step ends
-    many subproblems, where the general path's array calls cost 20 µs), so the result is
-    the same to the last bit. ``None`` where that path would give up on the shifts or
-    meet the hard case, or for values that are not finite: solve it there."""
-    if not (math.isfinite(t) and math.isfinite(rhs) and 0.0 < radius < math.inf):
+#: subproblems of at most this many Lanczos steps are solved on Python floats
+_FEW = 3
+
+
+def _shifted_few(diag: list[float], off: list[float], lam: float, rhs: list[float]
+                 ) -> tuple[list[float], list[float], list[float]] | None:
+    """:func:`_solve_shifted` on Python floats: LAPACK's ``dpttrf`` and ``dpttrs``,
+    operation for operation (the same bits)."""
+    d = [a + lam for a in diag]
+    e = list(off)
+    for i in range(len(e)):
+        if d[i] <= 0.0:
+            return None
+        ei = e[i]
+        e[i] = ei / d[i]
+        d[i + 1] = d[i + 1] - e[i] * ei
+    if d[-1] <= 0.0:
         return None
+    return d, e, _ldl_few(d, e, rhs)
+
+
+def _ldl_few(d: list[float], e: list[float], rhs: list[float]) -> list[float]:
+    """:func:`_ldl_solve` on Python floats (``dptts2``; one entry: ``rhs / d``)."""
+    b = list(rhs)
+    k = len(b)
+    for i in range(1, k):
+        b[i] = b[i] - b[i - 1] * e[i - 1]
+    b[k - 1] = b[k - 1] / d[k - 1]
+    for i in range(k - 2, -1, -1):
+        b[i] = b[i] / d[i] - b[i + 1] * e[i]
+    return b
+
+
+def _dot_few(u: list[float], v: list[float]) -> float:
+    total = 0.0
+    for a, b in zip(u, v):
+        total += a * b  # in order, as BLAS ddot sums a few entries
+    return total
+
+
+def _solve_few(diag: list[float], off: list[float], rhs0: float, radius: float,
+               lam0: float) -> TRSSolution | None:
+    """:func:`solve_tridiagonal_trs` for ``T`` of at most :data:`_FEW` rows and
+    ``c = -rhs0 e₁`` (the Lanczos case), on Python floats: the operations of the general
+    path in its order (GLTR's first steps end most small subproblems, where the general
+    path's array and LAPACK calls cost about 20 µs), so the result is the same to the
+    last bit. ``None`` where that path would give up on the shifts or meet the hard
+    case, or for values that are not finite: solve it there."""
+    if not (all(map(math.isfinite, diag)) and all(map(math.isfinite, off))
+            and math.isfinite(rhs0) and 0.0 < radius < math.inf):
+        return None
+    rhs = [rhs0] + [0.0] * (len(diag) - 1)
     lam, lo = 0.0, 0.0
-    d = t + lam0
-    if lam0 > 0.0 and d > 0.0 and math.sqrt((rhs / d) * (rhs / d)) >= radius:
+    sol = _shifted_few(diag, off, lam0, rhs) if lam0 > 0.0 else None
+    if sol is not None and math.sqrt(_dot_few(sol[2], sol[2])) >= radius:
         lam = lo = lam0
-        h = rhs / d
     else:
-        d = t + 0.0
-        if d > 0.0:
-            h = rhs / d
-            if math.sqrt(h * h) <= radius:
-                return TRSSolution(np.array([h]), 0.0, False)
-        else:  # not positive definite: start just right of the pole at -t
-            lo = max(0.0, -t)
-            shift = 1e-10 * max(1.0, abs(t), 0.0)
+        sol = _shifted_few(diag, off, 0.0, rhs)
+        if sol is not None and math.sqrt(_dot_few(sol[2], sol[2])) <= radius:
+            return TRSSolution(np.array(sol[2]), 0.0, False)
+        if sol is None:  # indefinite: start just right of the pole at -lam1
+            lo = max(0.0, -smallest_eigenpair(np.array(diag), np.array(off)))
+            scale = max(1.0, max(map(abs, diag)), max(map(abs, off)) if off else 0.0)
+            shift = 1e-10 * scale
             for _ in range(_MAX_SHIFTS):
                 lam = lo + shift
-                d = t + lam
-                if d > 0.0:
+                sol = _shifted_few(diag, off, lam, rhs)
+                if sol is not None:
                     break
                 shift *= 10.0
             else:
                 return None
-            h = rhs / d
-            if math.sqrt(h * h) <= radius:
-                return None  # the hard case
+        if math.sqrt(_dot_few(sol[2], sol[2])) <= radius:
+            return None  # the hard case
         if lam0 > lam:  # a warm start right of the left point: use it if left of the root
-            dw = t + lam0
-            if dw > 0.0 and math.sqrt((rhs / dw) * (rhs / dw)) >= radius:
-                lam, d, h = lam0, dw, rhs / dw
+            warm = _shifted_few(diag, off, lam0, rhs)
+            if warm is not None and math.sqrt(_dot_few(warm[2], warm[2])) >= radius:
+                lam, sol = lam0, warm
+    before = math.inf
     for _ in range(_MAXITER):
-        hn = math.sqrt(h * h)
-        if abs(hn - radius) <= _RTOL * radius:
+        d, e, h = sol
+        hn = math.sqrt(_dot_few(h, h))
+        miss = abs(hn - radius)
+        if miss <= _RTOL * radius or (miss <= _STALL * radius and miss > 0.5 * before):
             break
-        s = h / d
-        hs = h * s
+        before = miss
+        hs = _dot_few(h, _ldl_few(d, e, h))
         step = (hn / radius - 1.0) * hn * hn / hs
         new = lam + step
         if new <= lo:
             new = lo + 0.1 * (lam - lo)
         if new == lam:
             break
-        d_new = t + new
-        if not d_new > 0.0:  # rounding at the pole: stay right of it
+        trial = _shifted_few(diag, off, new, rhs)
+        if trial is None:  # rounding at the pole: stay right of it
             new = lo + 0.5 * (lam - lo)
-            d_new = t + new
-            if not d_new > 0.0:
+            trial = _shifted_few(diag, off, new, rhs)
+            if trial is None:
                 break
-        lam, d, h = new, d_new, rhs / d_new
-    h *= radius / math.sqrt(h * h)  # remove the last rounding in the norm
-    return TRSSolution(np.array([h]), lam, True)
+        lam, sol = new, trial
+    h = sol[2]
+    scale = radius / math.sqrt(_dot_few(h, h))  # remove the last rounding in the norm
+    return TRSSolution(np.array([v * scale for v in h]), lam, True)
 
 
 def _dense_solution(diag: np.ndarray, off: np.ndarray, rhs: np.ndarray, radius: float
