@@ -17,7 +17,7 @@ Toint, *Trust-Region Methods*, 2000, section 7.3).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 from scipy.linalg import lapack
@@ -85,8 +85,8 @@ def _ldl_solve(dl: np.ndarray, el: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return lapack.dpttrs(dl, el, rhs)[0]
 
 
-def _norm(v: np.ndarray) -> float:
-    return math.sqrt(float(v @ v))
+def _dot(u: np.ndarray, v: np.ndarray) -> float:
+    return float(u @ v)
 
 
 def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c, radius: float,
@@ -128,58 +128,83 @@ def solve_tridiagonal_trs(diag: np.ndarray, off: np.ndarray, c, radius: float,
             and math.isfinite(radius) and radius > 0.0):
         raise ValueError("solve_tridiagonal_trs needs finite T and c and a finite radius "
                          "> 0 (no positive definite shift exists for a matrix with nan)")
+    solves = _Solves(lambda lam: _solve_shifted(diag, off, lam, rhs), _ldl_solve, _dot)
+    sol = _more_sorensen(solves, diag, off, radius, lam0,
+                         no_shift=lambda: _dense_solution(diag, off, rhs, radius),
+                         hard=lambda lo: _hard_case(diag, off, rhs, radius, lo))
+    assert sol is not None  # both fallbacks give a solution
+    return sol
+
+
+class _Solves(NamedTuple):
+    """Solves with ``T + λI``: LAPACK on arrays, or its operations on Python floats."""
+
+    shifted: Callable[[float], Any]     # λ -> (d, e, h), (T + λI) h = rhs; None unless PD
+    solve: Callable[[Any, Any, Any], Any]  # (d, e, v) -> (T + λI)^-1 v with those factors
+    dot: Callable[[Any, Any], float]
+
+
+def _more_sorensen(solves: _Solves, diag: Any, off: Any, radius: float, lam0: float,
+                   no_shift: Callable[[], TRSSolution | None],
+                   hard: Callable[[float], TRSSolution | None]) -> TRSSolution | None:
+    """Moré–Sorensen's iteration (module docstring) on ``solves``; where it cannot go on,
+    ``no_shift()`` (no shift right of the pole factorised) or ``hard(lo)`` (the hard
+    case at ``λ = lo``) gives the answer."""
+    def norm(v: Any) -> float:
+        return math.sqrt(solves.dot(v, v))
+
     lam, lo = 0.0, 0.0
-    sol = _solve_shifted(diag, off, lam0, rhs) if lam0 > 0.0 else None
-    if sol is not None and _norm(sol[2]) >= radius:
+    sol = solves.shifted(lam0) if lam0 > 0.0 else None
+    if sol is not None and norm(sol[2]) >= radius:
         lam = lo = lam0  # left of the root, which is therefore positive: skip the checks below
     else:
-        sol = _solve_shifted(diag, off, 0.0, rhs)  # succeeds iff T is positive definite
-        if sol is not None and _norm(sol[2]) <= radius:
-            return TRSSolution(sol[2], 0.0, False)
+        sol = solves.shifted(0.0)  # succeeds iff T is positive definite
+        if sol is not None and norm(sol[2]) <= radius:
+            return TRSSolution(np.asarray(sol[2]), 0.0, False)
         if sol is None:  # indefinite: start just right of the pole at -lam1
-            lo = max(0.0, -smallest_eigenpair(diag, off))
-            scale = max(1.0, float(np.abs(diag).max()),
-                        float(np.abs(off).max()) if off.size else 0.0)
+            diag_a, off_a = np.asarray(diag, dtype=np.float64), np.asarray(off, dtype=np.float64)
+            lo = max(0.0, -smallest_eigenpair(diag_a, off_a))
+            scale = max(1.0, float(np.abs(diag_a).max()),
+                        float(np.abs(off_a).max()) if off_a.size else 0.0)
             shift = 1e-10 * scale
             for _ in range(_MAX_SHIFTS):
                 lam = lo + shift
-                sol = _solve_shifted(diag, off, lam, rhs)
+                sol = solves.shifted(lam)
                 if sol is not None:
                     break
                 shift *= 10.0
-            else:  # no shift factorised (entries near overflow): eigendecomposition
-                return _dense_solution(diag, off, rhs, radius)
-        if _norm(sol[2]) <= radius:
-            return _hard_case(diag, off, rhs, radius, lo)
+            else:  # no shift factorised (entries near overflow)
+                return no_shift()
+        if norm(sol[2]) <= radius:
+            return hard(lo)
         if lam0 > lam:  # a warm start right of the left point: use it if it is left of the root
-            warm = _solve_shifted(diag, off, lam0, rhs)
-            if warm is not None and _norm(warm[2]) >= radius:
+            warm = solves.shifted(lam0)
+            if warm is not None and norm(warm[2]) >= radius:
                 lam, sol = lam0, warm
     before = math.inf
     for _ in range(_MAXITER):
         dl, el, h = sol
-        hn = _norm(h)
+        hn = norm(h)
         miss = abs(hn - radius)
         if miss <= _RTOL * radius or (miss <= _STALL * radius and miss > 0.5 * before):
             break
         before = miss
-        s = _ldl_solve(dl, el, h)
-        hs = float(h @ s)
+        hs = solves.dot(h, solves.solve(dl, el, h))
         step = (hn / radius - 1.0) * hn * hn / hs
         new = lam + step
         if new <= lo:  # from the right Newton may overshoot the pole: safeguard
             new = lo + 0.1 * (lam - lo)
         if new == lam:
             break
-        trial = _solve_shifted(diag, off, new, rhs)
+        trial = solves.shifted(new)
         if trial is None:  # rounding at the pole: stay right of it
             new = lo + 0.5 * (lam - lo)
-            trial = _solve_shifted(diag, off, new, rhs)
+            trial = solves.shifted(new)
             if trial is None:
                 break
         lam, sol = new, trial
-    h = sol[2]
-    h *= radius / _norm(h)  # remove the last rounding in the norm
+    h = np.array(sol[2], dtype=np.float64)
+    h *= radius / norm(sol[2])  # remove the last rounding in the norm
     return TRSSolution(h, lam, True)
 
 
@@ -226,66 +251,18 @@ def _dot_few(u: list[float], v: list[float]) -> float:
 def _solve_few(diag: list[float], off: list[float], rhs0: float, radius: float,
                lam0: float) -> TRSSolution | None:
     """:func:`solve_tridiagonal_trs` for ``T`` of at most :data:`_FEW` rows and
-    ``c = -rhs0 e₁`` (the Lanczos case), on Python floats: the operations of the general
-    path in its order (GLTR's first steps end most small subproblems, where the general
-    path's array and LAPACK calls cost about 20 µs), so the result is the same to the
-    last bit. ``None`` where that path would give up on the shifts or meet the hard
-    case, or for values that are not finite: solve it there."""
+    ``c = -rhs0 e₁`` (the Lanczos case), on Python floats: the same iteration on the
+    same operations (GLTR's first steps end most small subproblems, where the array
+    and LAPACK calls cost about 20 µs), so the result is the same to the last bit.
+    ``None`` where that path would give up on the shifts or meet the hard case, or for
+    values that are not finite: solve it there."""
     if not (all(map(math.isfinite, diag)) and all(map(math.isfinite, off))
             and math.isfinite(rhs0) and 0.0 < radius < math.inf):
         return None
     rhs = [rhs0] + [0.0] * (len(diag) - 1)
-    lam, lo = 0.0, 0.0
-    sol = _shifted_few(diag, off, lam0, rhs) if lam0 > 0.0 else None
-    if sol is not None and math.sqrt(_dot_few(sol[2], sol[2])) >= radius:
-        lam = lo = lam0
-    else:
-        sol = _shifted_few(diag, off, 0.0, rhs)
-        if sol is not None and math.sqrt(_dot_few(sol[2], sol[2])) <= radius:
-            return TRSSolution(np.array(sol[2]), 0.0, False)
-        if sol is None:  # indefinite: start just right of the pole at -lam1
-            lo = max(0.0, -smallest_eigenpair(np.array(diag), np.array(off)))
-            scale = max(1.0, max(map(abs, diag)), max(map(abs, off)) if off else 0.0)
-            shift = 1e-10 * scale
-            for _ in range(_MAX_SHIFTS):
-                lam = lo + shift
-                sol = _shifted_few(diag, off, lam, rhs)
-                if sol is not None:
-                    break
-                shift *= 10.0
-            else:
-                return None
-        if math.sqrt(_dot_few(sol[2], sol[2])) <= radius:
-            return None  # the hard case
-        if lam0 > lam:  # a warm start right of the left point: use it if left of the root
-            warm = _shifted_few(diag, off, lam0, rhs)
-            if warm is not None and math.sqrt(_dot_few(warm[2], warm[2])) >= radius:
-                lam, sol = lam0, warm
-    before = math.inf
-    for _ in range(_MAXITER):
-        d, e, h = sol
-        hn = math.sqrt(_dot_few(h, h))
-        miss = abs(hn - radius)
-        if miss <= _RTOL * radius or (miss <= _STALL * radius and miss > 0.5 * before):
-            break
-        before = miss
-        hs = _dot_few(h, _ldl_few(d, e, h))
-        step = (hn / radius - 1.0) * hn * hn / hs
-        new = lam + step
-        if new <= lo:
-            new = lo + 0.1 * (lam - lo)
-        if new == lam:
-            break
-        trial = _shifted_few(diag, off, new, rhs)
-        if trial is None:  # rounding at the pole: stay right of it
-            new = lo + 0.5 * (lam - lo)
-            trial = _shifted_few(diag, off, new, rhs)
-            if trial is None:
-                break
-        lam, sol = new, trial
-    h = sol[2]
-    scale = radius / math.sqrt(_dot_few(h, h))  # remove the last rounding in the norm
-    return TRSSolution(np.array([v * scale for v in h]), lam, True)
+    solves = _Solves(lambda lam: _shifted_few(diag, off, lam, rhs), _ldl_few, _dot_few)
+    return _more_sorensen(solves, diag, off, radius, lam0, no_shift=lambda: None,
+                          hard=lambda lo: None)
 
 
 def _dense_solution(diag: np.ndarray, off: np.ndarray, rhs: np.ndarray, radius: float
