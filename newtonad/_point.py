@@ -62,7 +62,7 @@ class Point:
     usually differs there, and is told apart at once), copied once on a miss, into the
     previous point's copy when nothing else holds that (no allocation per point). Under
     the compiled engines the value-and-gradient kernel writes that copy itself, in the
-    loops that read x (:func:`~newtonad._programs.with_copies`).
+    loops that read x (:func:`~newtonad._programs.with_copy_of_x`).
 
     A ``grad`` array is never handed out: callers get ``grad.copy()`` (they may write into
     what they get). An :class:`Unseen` one is given to the first caller as it is, and then
