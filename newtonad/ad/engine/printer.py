@@ -38,6 +38,7 @@ from .loop_ir import (
     Sum,
     Text,
     Var,
+    walk,
 )
 from .numba_ops import EXPRESSIONS
 
@@ -192,15 +193,9 @@ def chunk_folds(body: Any) -> dict[str, Any]:
     the reduction: ``{name: op}`` in order of first appearance. (The planner threads a
     nest with such a sink only for float64 scalars: the partial sums are float64.)"""
     folds: dict[str, Any] = {}
-
-    def visit(stmts: Any) -> None:
-        for st in stmts:
-            if (isinstance(st, Reduce) and isinstance(st.target, Scalar)
-                    and st.op in THREAD_REDUCTIONS):
-                folds.setdefault(st.target.name, st.op)
-            for inner in (getattr(st, "body", ()), getattr(st, "orelse", ())):
-                visit(inner)
-    visit(body)
+    for st, _ in walk(body):
+        if isinstance(st, Reduce) and isinstance(st.target, Scalar) and st.op in THREAD_REDUCTIONS:
+            folds.setdefault(st.target.name, st.op)
     return folds
 
 
