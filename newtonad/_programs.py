@@ -39,13 +39,42 @@ def as_point(x: Any, what: str = "x") -> Any:
     if arr.dtype.kind != "f":
         raise TypeError(f"{what} must be a float array, got dtype {arr.dtype}")
     arr = np.asarray(arr, dtype=np.float64)
-    # a finite sum of squares means every entry is finite (nan and inf propagate): one
-    # BLAS pass instead of a mask; only an overflowing sum takes the exact test
-    if not math.isfinite(np.vdot(arr, arr)) and not np.all(np.isfinite(arr)):
+    if not _all_finite(arr):
         bad = np.flatnonzero(~np.isfinite(arr))
         raise ValueError(f"{what} has {bad.size} non-finite entries (first at flat index "
                          f"{bad[0]}); derivatives are only defined at finite points")
     return arr
+
+
+#: From this many entries the finiteness test is a serial compiled loop: OpenBLAS runs
+#: ``ddot`` on all its threads from 10 000 entries, and a threaded call waits for every
+#: core, which on a busy machine is a scheduler time slice (8 ms) per call.
+SERIAL_FROM = 8192
+
+
+def _all_finite(arr: np.ndarray) -> bool:
+    """Whether every entry of the float64 array ``arr`` is finite, in one pass, no mask."""
+    if arr.size < SERIAL_FROM:
+        # a finite sum of squares means finite entries (nan and inf propagate); BLAS runs
+        # this size on one thread; only an overflowing sum takes the exact test
+        return math.isfinite(np.vdot(arr, arr)) or bool(np.all(np.isfinite(arr)))
+    return not _nonfinite_loop()(arr.reshape(-1))
+
+
+def _nonfinite_sum(x: np.ndarray) -> bool:
+    s = 0.0
+    for i in range(x.size):
+        s += x[i] * 0.0  # 0 for a finite entry, nan for inf or nan: no overflow possible
+    return s != 0.0
+
+
+@functools.cache
+def _nonfinite_loop() -> Callable[[np.ndarray], bool]:
+    import numba
+
+    # "reassoc" lets LLVM vectorise the sum; no flag that assumes finite values (x * 0.0
+    # must stay nan for inf and nan)
+    return numba.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz"})(_nonfinite_sum)
 
 
 def as_data(a: Any) -> Any:
