@@ -13,7 +13,8 @@ from .derivatives import CombinedObjective, check_hessp, gives_derivatives, hess
 from .monitor import wrap_callback
 from .options import NATIVE_METHODS, check_options_type, check_tol, parse_options
 from .problem import FlatProblem, check_x0, has_objective_protocol
-from .scipy_bridge import SCIPY_METHODS, minimize_with_scipy
+from .scipy_bridge import SCIPY_METHODS, minimize_with_scipy, uses_gradient
+from .start import scipy_start_failure, start_failure, start_message
 
 __all__ = ["minimize", "choose_method", "DEFAULT_METHOD"]
 
@@ -83,11 +84,31 @@ def choose_method(method: Any, bounds: Any, constraints: Any) -> Any:
     return DEFAULT_METHOD
 
 
+def _native_start(meth: str, problem: FlatProblem, x0: np.ndarray
+                  ) -> Union[tuple[float, np.ndarray], OptimizeResult]:
+    """Value and gradient at ``x0`` for a native run, or the refused result (:mod:`.start`).
+
+    The methods of Hessian-vector products say so first, so that the gradient pass at
+    ``x0`` keeps the residuals their first products need.
+    """
+    if meth != "trust-exact":
+        problem.expect_products(x0)
+    f0, g0 = problem.value_and_grad(x0, check=True)
+    message = start_message(f0, g0)
+    if message is None:
+        return f0, g0
+    return start_failure(problem.unflatten(x0), f0, problem.unflatten(g0), message,
+                         problem.counts())
+
+
 def _run_native(meth: str, problem: FlatProblem, x0: np.ndarray, opts: dict,
                 callback: Optional[Callable[[np.ndarray, float], None]]) -> OptimizeResult:
     if meth == "newton-cg":
         from .newton_cg import minimize_newton_cg
-        return minimize_newton_cg(problem, x0, callback=callback, **opts)
+        start = _native_start(meth, problem, x0)
+        if isinstance(start, OptimizeResult):
+            return start
+        return minimize_newton_cg(problem, x0, callback=callback, start=start, **opts)
     from .trust_region import QuadraticModel, minimize_trust_region
     subproblem: type[QuadraticModel]
     sub_opts: dict[str, Any] = {}
@@ -109,8 +130,11 @@ def _run_native(meth: str, problem: FlatProblem, x0: np.ndarray, opts: dict,
         if opts.get("subproblem_maxiter") is not None:
             sub_opts["maxiter"] = int(opts["subproblem_maxiter"])
         opts.pop("subproblem_maxiter", None)
+    start = _native_start(meth, problem, x0)  # after trust-exact's size check
+    if isinstance(start, OptimizeResult):
+        return start
     return minimize_trust_region(problem, x0, subproblem, callback=callback,
-                                 subproblem_options=sub_opts, **opts)
+                                 subproblem_options=sub_opts, start=start, **opts)
 
 
 def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
@@ -236,8 +260,12 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         ``success``, ``message``. Native methods also give ``ncg`` (the total of
         inner iterations), ``time`` and ``nhvp``. ``x`` is the best point found,
         whatever stopped the run, and always finite; ``fun`` is the value
-        there. Native methods end within ``maxiter`` and ``max_time`` whatever
-        ``fun`` returns: trial points where ``fun`` or its gradient is nan or
+        there. If ``f(x0)``, or the gradient at ``x0`` for a method that uses
+        one, is nan or inf, no method runs, native or scipy's: ``success`` is
+        False, ``status`` 5, ``x`` a copy of ``x0`` (clipped into ``bounds``)
+        and ``message`` says which was not finite (:mod:`.start`). Native
+        methods end within ``maxiter`` and ``max_time`` whatever ``fun``
+        returns: trial points where ``fun`` or its gradient is nan or
         inf are rejected, a Hessian with nan or inf in it gives a
         steepest-descent step, and a run that does not succeed says in
         ``message`` how many such values it met. A gradient exactly zero is
@@ -262,8 +290,7 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         ``tol`` or numeric option that is not a number, a ``hessp`` or
         ``callback`` that is not callable.
     ValueError
-        For a non-finite, empty or non-numeric ``x0``, an ``f(x0)`` or gradient
-        at ``x0`` that is not finite, an unknown method, a ``jac`` or ``hess``
+        For a non-finite, empty or non-numeric ``x0``, an unknown method, a ``jac`` or ``hess``
         of a kind scipy does not document, ``jac=True`` with a ``fun`` that does
         not return ``(f, gradient)``, bad option values, or trust-exact above
         its size limit.
@@ -288,8 +315,8 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
     method = choose_method(method, bounds, constraints)
     objective = _as_objective(fun, args, jac, hess, hessp)
     if callable(method):
-        return minimize_with_scipy(objective, x0, method, tol=tol, options=options,
-                                   callback=callback, bounds=bounds, constraints=constraints)
+        return _delegate(objective, x0, method, "_custom", jac, tol=tol, options=options,
+                         callback=callback, bounds=bounds, constraints=constraints)
     meth = str(method).lower()
     if meth.startswith("scipy:"):
         meth = meth[len("scipy:"):]
@@ -310,5 +337,14 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
     if meth not in SCIPY_METHODS:
         raise ValueError(f"Unknown solver {method}; native methods are {', '.join(NATIVE_METHODS)}"
                          f" and scipy's are {', '.join(SCIPY_METHODS)}")
-    return minimize_with_scipy(objective, x0, meth, tol=tol, options=options,
-                               callback=callback, bounds=bounds, constraints=constraints)
+    return _delegate(objective, x0, meth, meth, jac, tol=tol, options=options,
+                     callback=callback, bounds=bounds, constraints=constraints)
+
+
+def _delegate(objective: Any, x0: np.ndarray, method: Any, meth: str, jac: Any,
+              **kwargs: Any) -> OptimizeResult:
+    """Run a scipy method, unless its start is refused (:mod:`.start`)."""
+    refused = scipy_start_failure(objective, x0, uses_gradient(meth, jac), kwargs["bounds"])
+    if refused is not None:
+        return refused
+    return minimize_with_scipy(objective, x0, method, **kwargs)

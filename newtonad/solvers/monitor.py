@@ -30,6 +30,7 @@ class Status(enum.IntEnum):
     NO_PROGRESS = 2
     NUMERICAL = 3
     MAX_TIME = 4
+    NONFINITE_START = 5
     CALLBACK = 99
 
     @property
@@ -44,6 +45,7 @@ _MESSAGES = {
     Status.NO_PROGRESS: "Desired error not necessarily achieved due to precision loss.",
     Status.NUMERICAL: "A linalg error occurred, such as a non-psd Hessian.",
     Status.MAX_TIME: "Maximum time (max_time) has been exceeded.",
+    Status.NONFINITE_START: "The objective is not finite at the initial point.",
     Status.CALLBACK: "`callback` raised `StopIteration`.",
 }
 

@@ -117,8 +117,8 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
                        xtol: Optional[float] = None, maxiter: Optional[int] = None,
                        c1: float = 1e-4, c2: float = 0.9, max_time: Optional[float] = None,
                        disp: bool = False, return_all: bool = False,
-                       callback: Optional[Callable[[np.ndarray, float], None]] = None
-                       ) -> OptimizeResult:
+                       callback: Optional[Callable[[np.ndarray, float], None]] = None,
+                       start: Optional[tuple[float, np.ndarray]] = None) -> OptimizeResult:
     """Minimise by line-search truncated Newton (see the module docstring).
 
     Parameters
@@ -141,6 +141,10 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
         Wall-clock limit in seconds.
     disp, return_all, callback : optional
         See :class:`~newtonad.solvers.monitor.Monitor`.
+    start : (float, ndarray), optional
+        Value and gradient at ``x0``, finite, when the caller has them (``minimize``
+        evaluates them first, :mod:`.start`); else they are computed here and a value
+        or gradient that is not finite raises ``ValueError``.
 
     Returns
     -------
@@ -155,19 +159,22 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
     workspace = borrow()  # the CG vectors, warm from an earlier run if any
     try:
         return _newton_cg_loop(problem, x0, monitor, workspace, gtol=gtol, xtol=xtol,
-                               maxiter=maxiter, c1=c1, c2=c2)
+                               maxiter=maxiter, c1=c1, c2=c2, start=start)
     finally:
         give_back(workspace)
 
 
 def _newton_cg_loop(problem: FlatProblem, x0: np.ndarray, monitor: Monitor,
                     workspace: Workspace, *, gtol: float, xtol: Optional[float],
-                    maxiter: int, c1: float, c2: float) -> OptimizeResult:
+                    maxiter: int, c1: float, c2: float,
+                    start: Optional[tuple[float, np.ndarray]]) -> OptimizeResult:
     """The outer loop of :func:`minimize_newton_cg` (arguments checked there)."""
     n = problem.n
     cg_maxiter = max(2 * n, 20)
-    problem.expect_products(x0)  # the gradient at x0 then keeps the Hessian's residuals
-    f, g = check_start(problem, x0)
+    if start is None:
+        problem.expect_products(x0)  # the gradient at x0 then keeps the residuals
+        start = check_start(problem, x0)
+    f, g = start
     x = x0
     gnorm = norm(g)
     monitor.start_run(x, f, gnorm, 0.0)

@@ -43,9 +43,10 @@ IGNORED_OPTIONS: dict[str, frozenset] = {
 }
 
 
-#: numeric options and what each must be: (integer?, smallest allowed value, None allowed?)
+#: numeric options and what each must be: (integer?, smallest allowed value, None allowed?);
+#: a ``maxiter`` below 0 stops at once, as 0 does (scipy's Newton-CG stops with status 1)
 _NUMERIC = {
-    "gtol": (False, 0.0, False), "xtol": (False, 0.0, True), "maxiter": (True, 0, True),
+    "gtol": (False, 0.0, False), "xtol": (False, 0.0, True), "maxiter": (True, None, True),
     "max_time": (False, 0.0, True), "initial_trust_radius": (False, None, False),
     "max_trust_radius": (False, None, False), "eta": (False, None, False),
     "c1": (False, None, False), "c2": (False, None, False),
@@ -115,8 +116,8 @@ def parse_options(method: str, options: Optional[Mapping[str, Any]], tol: Option
     TypeError
         If ``options`` is not a dict, or a numeric option or ``tol`` is not a number.
     ValueError
-        If a numeric option or ``tol`` is nan or out of range (negative ``gtol``,
-        ``maxiter`` or ``max_time``).
+        If a numeric option or ``tol`` is nan or out of range (negative ``gtol``
+        or ``max_time``).
     """
     check_options_type(options)
     check_tol(tol)

@@ -34,7 +34,7 @@ from scipy.sparse import issparse
 from scipy.sparse.linalg import LinearOperator
 
 __all__ = ["minimize_with_scipy", "SCIPY_METHODS", "ConstraintFallbackWarning",
-           "_constraint_derivatives"]
+           "_constraint_derivatives", "uses_gradient"]
 
 #: scipy.optimize.minimize's methods (scipy 1.10 – 1.17)
 SCIPY_METHODS = ("nelder-mead", "powell", "cg", "bfgs", "newton-cg", "l-bfgs-b", "tnc",
@@ -52,6 +52,17 @@ _HESS_KEYWORDS = frozenset({"newton-cg", "trust-ncg", "trust-krylov", "trust-con
 # which use constraint Jacobians, and the Hessian of the constraints' Lagrangian term
 _CONSTRAINT_JAC = frozenset({"slsqp", "trust-constr", "_custom"})
 _CONSTRAINT_HESS = frozenset({"trust-constr", "_custom"})
+
+
+def uses_gradient(meth: str, jac: Any) -> bool:
+    """Whether scipy's method ``meth`` asks the objective for gradients.
+
+    Not the derivative-free methods, nor those that take a finite-difference keyword
+    ``jac`` and estimate the gradient themselves (``"_custom"`` is given the gradient).
+    """
+    if meth in _NO_JAC:
+        return False
+    return not (isinstance(jac, str) and meth in _FD_JAC)
 
 
 def _constraint_derivatives(constraint: Callable, args: tuple = ()

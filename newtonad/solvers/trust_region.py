@@ -277,7 +277,8 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
                           max_time: Optional[float] = None, disp: bool = False,
                           return_all: bool = False,
                           callback: Optional[Callable[[np.ndarray, float], None]] = None,
-                          subproblem_options: Optional[dict] = None) -> OptimizeResult:
+                          subproblem_options: Optional[dict] = None,
+                          start: Optional[tuple[float, np.ndarray]] = None) -> OptimizeResult:
     """Minimise with a trust-region method; the step comes from ``subproblem``.
 
     This is algorithm 4.1 of Nocedal & Wright, 2nd ed., with scipy's
@@ -319,6 +320,10 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
         Wall-clock limit in seconds.
     disp, return_all, callback : optional
         See :class:`~newtonad.solvers.monitor.Monitor`.
+    start : (float, ndarray), optional
+        Value and gradient at ``x0``, finite, when the caller has them (``minimize``
+        evaluates them first, :mod:`.start`); else they are computed here and a value
+        or gradient that is not finite raises ``ValueError``.
 
     Returns
     -------
@@ -338,7 +343,7 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
     try:
         return _trust_region_loop(problem, x0, subproblem, monitor, workspace, radius0=float(
             initial_trust_radius), max_trust_radius=max_trust_radius, eta=eta, gtol=gtol,
-            maxiter=maxiter, subproblem_options=subproblem_options)
+            maxiter=maxiter, subproblem_options=subproblem_options, start=start)
     finally:
         give_back(workspace)
 
@@ -347,12 +352,15 @@ def _trust_region_loop(problem: FlatProblem, x0: np.ndarray,
                        subproblem: Callable[..., QuadraticModel], monitor: Monitor,
                        workspace: Workspace, *, radius0: float, max_trust_radius: float,
                        eta: float, gtol: float, maxiter: int,
-                       subproblem_options: Optional[dict]) -> OptimizeResult:
+                       subproblem_options: Optional[dict],
+                       start: Optional[tuple[float, np.ndarray]]) -> OptimizeResult:
     """The outer loop of :func:`minimize_trust_region` (arguments checked there)."""
     opts = dict(subproblem_options or {}, deadline=monitor.deadline, workspace=workspace)
-    if getattr(subproblem, "uses_products", False):
-        problem.expect_products(x0)  # the gradient at x0 then keeps the Hessian's residuals
-    f, g = check_start(problem, x0)
+    if start is None:
+        if getattr(subproblem, "uses_products", False):
+            problem.expect_products(x0)  # the gradient at x0 then keeps the residuals
+        start = check_start(problem, x0)
+    f, g = start
     x = x0
     m = subproblem(problem, x, f, g, **opts)
     radius = radius0
