@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -179,23 +180,32 @@ def checked_result(f: Callable, out: Any, *, scalar: bool) -> Any:
 
 #: f -> {(input slots, scalar): Traced}; an entry lives as long as its function.
 TRACES: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
+#: Held to trace, derive and compile (the misses of the caches here and the Objective's):
+#: tracing keeps process-wide state, and one thread's work then serves the others.
+#: Re-entrant: tracing f may trace a function f calls (``grad(inner)`` inside f).
+TRACE_LOCK = threading.RLock()
 
 
 def traced_at(f: Callable, x: Any, args: tuple, scalar: bool) -> Traced:
     """``f`` traced at the signature of ``(x, *args)``: cached, re-traced when a value it
     reads outside its arguments has changed."""
     avals = (aval_of(x),) + tuple(aval_of(a) for a in args)
-    try:
-        per_fun = TRACES.setdefault(f, {})
-    except TypeError:  # not weak-referenceable: trace every time
-        return Traced(f, avals, scalar)
     key = (avals, scalar)
-    traced = per_fun.get(key)
+    try:
+        per_fun = TRACES.get(f)
+    except TypeError:  # not weak-referenceable: trace every time
+        with TRACE_LOCK:
+            return Traced(f, avals, scalar)
+    traced = None if per_fun is None else per_fun.get(key)
     if traced is None or traced.stale():
-        new = Traced(f, avals, scalar)
-        if traced is not None and new.program == traced.program:
-            new.derived = traced.derived  # e.g. only a lifted input changed: same kernels
-        traced = per_fun[key] = new
+        with TRACE_LOCK:
+            per_fun = TRACES.setdefault(f, {})
+            traced = per_fun.get(key)
+            if traced is None or traced.stale():
+                new = Traced(f, avals, scalar)
+                if traced is not None and new.program == traced.program:
+                    new.derived = traced.derived  # e.g. only a lifted input changed
+                traced = per_fun[key] = new
     return traced
 
 
@@ -204,15 +214,22 @@ def derive(traced: Traced, kind: str, k: int | None, make: Callable[[], Any],
     """The derived program(s) of one kind and frame width, made by ``make`` once per trace
     and compiled with ``engine`` (``None``: kept as programs, for inlining into a trace)."""
     key = (kind, k, engine)
-    if key not in traced.derived:
-        programs = make()
-        if engine is None:  # inlining: keep the programs
-            traced.derived[key] = programs
-        elif isinstance(programs, Program):
-            traced.derived[key] = compile_program(programs, engine)
-        else:
-            traced.derived[key] = tuple(compile_program(p, engine) for p in programs)
-    return traced.derived[key]
+    found = traced.derived.get(key)
+    if found is None:
+        with TRACE_LOCK:
+            found = traced.derived.get(key)
+            if found is None:
+                found = traced.derived[key] = _derived(make(), engine)
+    return found
+
+
+def _derived(programs: Any, engine: str | None) -> Any:
+    """``programs`` (one or a tuple) compiled with ``engine``, or as they are for None."""
+    if engine is None:  # inlining: keep the programs
+        return programs
+    if isinstance(programs, Program):
+        return compile_program(programs, engine)
+    return tuple(compile_program(p, engine) for p in programs)
 
 
 # ---- running derived programs ---------------------------------------------------------------

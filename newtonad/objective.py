@@ -30,6 +30,7 @@ The counters ``nfev``, ``njev`` and ``nhev`` count what was really computed.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -38,6 +39,7 @@ from . import api
 from ._hessian_matrices import HessianMatrices
 from ._point import SMALL_POINT_SIZE, Point, Unseen, is_point
 from ._programs import (
+    TRACE_LOCK,
     Traced,
     as_data,
     as_frame,
@@ -79,6 +81,21 @@ def _alternating(run: Callable) -> Callable:
     return alternate
 
 
+class _PerThread(threading.local):
+    """One thread's current point and hot-path runners: threads calling one Objective at
+    different points each keep their own record (and the arrays its runners write), so
+    one thread's point never replaces another's mid-call."""
+
+    at: Point
+    vg: tuple | None  # (shape, runner, data, copies) of the value and gradient
+    hvp: tuple | None  # ((shape, k), runner, data) of the whole HVP pass
+    alternating: tuple | None  # (shape, linear runner, its alternating sibling)
+
+    def __init__(self) -> None:
+        self.at = Point()
+        self.vg = self.hvp = self.alternating = None
+
+
 class Objective(HessianMatrices):
     """A scalar objective ``f(x, *args)`` with cached exact derivatives.
 
@@ -114,22 +131,40 @@ class Objective(HessianMatrices):
         self.sparse = bool(sparse)
         self._args_size = sum(int(np.size(a)) for a in self.args)
         self.nfev = self.njev = self.nhev = 0
-        self._at = Point()
+        # each thread's point and the last runner of each hot path, checked by shape alone
+        # (no dict lookup per call)
+        self._local = _PerThread()
         self._runners: dict[tuple, tuple] = {}  # (shape, kind, k) -> (runner, its data inputs)
-        # the last runner of each hot path, checked by shape alone (no dict lookup per call)
-        self._vg_runner: tuple | None = None  # (shape, runner, data, copies)
-        self._hvp_runner: tuple | None = None  # ((shape, k), runner, data)
         self._second_order = False  # set once hessp is used: then keep residuals with ∇f
-        # (shape, linear runner, its sibling writing into two arrays in turn)
-        self._alternating: tuple | None = None
         self._identity: np.ndarray | None = None  # the identity frame hess runs, when small
         # guards on what f reads outside its arguments, one per traced shape (see _check)
         self._guards: tuple = ()
 
+    # the calling thread's record and runners, for inspection (the methods read _local)
+    @property
+    def _at(self) -> Point:
+        return self._local.at
+
+    @property
+    def _vg_runner(self) -> tuple | None:
+        return self._local.vg
+
+    @_vg_runner.setter
+    def _vg_runner(self, vg: tuple | None) -> None:
+        self._local.vg = vg
+
+    @property
+    def _hvp_runner(self) -> tuple | None:
+        return self._local.hvp
+
+    @_hvp_runner.setter
+    def _hvp_runner(self, hvp: tuple | None) -> None:
+        self._local.hvp = hvp
+
     def _forget(self) -> None:
-        """Drop the point, every runner and captured value: f now computes another thing."""
-        self._at.clear(None)
-        self._hvp_runner = self._vg_runner = self._alternating = None
+        """Drop every thread's point, every runner and captured value: f now computes
+        another thing."""
+        self._local = _PerThread()
         self._runners = {}
         self._guards = ()
 
@@ -140,13 +175,18 @@ class Objective(HessianMatrices):
     def _compiled(self, x: np.ndarray, kind: str, k: int | None, make: Callable) -> tuple:
         """``(runner, data)`` for a derived program at x's shape; one dict hit per call."""
         key = (x.shape, kind, k)
-        if key not in self._runners:
-            traced = self._traced(x)
-            run = derive(traced, kind, k, lambda: make(traced.program), self.engine)
-            self._runners[key] = (run, (*self.args, *traced.closed_values()))
-            if traced.guard is not None and traced.guard not in self._guards:
-                self._guards += (traced.guard,)
-        return self._runners[key]
+        found = self._runners.get(key)
+        if found is None:
+            with TRACE_LOCK:  # one thread traces and compiles; the others then find it
+                found = self._runners.get(key)
+                if found is None:
+                    traced = self._traced(x)
+                    run = derive(traced, kind, k, lambda: make(traced.program), self.engine)
+                    found = (run, (*self.args, *traced.closed_values()))
+                    if traced.guard is not None and traced.guard not in self._guards:
+                        self._guards += (traced.guard,)
+                    self._runners = {**self._runners, key: found}
+        return found
 
     def _small(self, x: np.ndarray) -> bool:
         """Too little data for linearising to pay (see ``_LINEARIZE_FROM``)."""
@@ -171,13 +211,14 @@ class Objective(HessianMatrices):
         there (not given away already), and at a new large point the kernel writes it
         into a new array for the caller; fun passes False (f is enough).
         """
-        at = self._at
+        local = self._local
+        at = local.at
         if x.size <= SMALL_POINT_SIZE:
             if not at.move_to_small(x) and at.grad is not None:
                 return at
             if not self._second_order or self._small(x):
                 # the per-call path of small problems, written out (no copies there)
-                vg = self._vg_runner
+                vg = local.vg
                 if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup
                     vg = self._value_and_grad_runner(x)
                 at.value, at.grad = vg[1](x, *vg[2])
@@ -188,7 +229,7 @@ class Objective(HessianMatrices):
             if not at.move_to(x) and (at.grad is not None or not give and at.value is not None):
                 return at
         elif not is_point(at.key, x):
-            vg = self._vg_runner
+            vg = local.vg
             if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup
                 vg = self._value_and_grad_runner(x)
             if vg[3] is None:
@@ -202,7 +243,7 @@ class Objective(HessianMatrices):
             if kept is None:
                 kept = np.empty(x.shape)
             at.clear(None)  # a kernel that fails leaves no point behind
-            self._run_with_copies(x, vg, kept, give)
+            self._run_with_copies(at, x, vg, kept, give)
             at.key = (x.shape, kept)
             return at
         elif at.grad is not None or not give and at.value is not None:
@@ -212,7 +253,7 @@ class Objective(HessianMatrices):
             # the Hessian at x, so hessp there needs no further primal work.
             self._linearized(x, None, need_grad=True)
             return at
-        vg = self._vg_runner
+        vg = local.vg
         if vg is None or vg[0] != x.shape:  # the shape check replaces a dict lookup
             vg = self._value_and_grad_runner(x)
         if vg[3] is None:
@@ -220,12 +261,12 @@ class Objective(HessianMatrices):
             self.nfev += 1
             self.njev += 1
         else:  # x is the current point: its copy is written again with the same values
-            self._run_with_copies(x, vg, at.key[1], give)  # type: ignore[index]
+            self._run_with_copies(at, x, vg, at.key[1], give)  # type: ignore[index]
         return at
 
     def _value_and_grad_runner(self, x: np.ndarray) -> tuple:
         """``(shape, runner, data, copies)`` of the value and gradient at x's shape, kept
-        as ``_vg_runner``: the last runner of the hot path, checked by shape alone.
+        as the thread's ``vg``: the last runner of the hot path, checked by shape alone.
 
         ``copies`` is None, or for a point of ``_KERNEL_COPIES_FROM`` entries or more under
         an engine that takes ``out=``, the record's arrays of f and ∇f for the runner of
@@ -237,23 +278,23 @@ class Objective(HessianMatrices):
             run, data = self._compiled(x, "value_and_grad_copy_x", 0, with_copy_of_x)
             # the compiled engines' runners (numba, auto) take out= and reuse outputs
             if hasattr(run, "reusing_outputs"):
-                vg = self._vg_runner = (x.shape, run, data, (np.empty(()), np.empty(x.shape)))
+                vg = self._local.vg = (x.shape, run, data, (np.empty(()), np.empty(x.shape)))
                 return vg
         run, data = self._compiled(x, "value_and_grad", 0, tf.value_and_grad_program)
         if hasattr(run, "reusing_outputs"):
             # outputs overwritten by the next point are fine: only the last one is kept
             run = run.reusing_outputs()
-        vg = self._vg_runner = (x.shape, run, data, None)
+        vg = self._local.vg = (x.shape, run, data, None)
         return vg
 
-    def _run_with_copies(self, x: np.ndarray, vg: tuple, kept: np.ndarray, give: bool) -> None:
+    def _run_with_copies(self, at: Point, x: np.ndarray, vg: tuple, kept: np.ndarray,
+                         give: bool) -> None:
         """Run the kernel of :func:`~newtonad._programs.with_copy_of_x` at x: x's copy
         into ``kept``, f into the runner's array and ∇f -- for a caller (``give``: jac,
         value_and_grad) into a new array the first caller takes as it is (:class:`Unseen`);
         for fun into the record's array (the next point overwrites it: that gradient is
         only handed out as copies; a line search asks for f alone at most points)."""
         _, run, data, (value, grad) = vg
-        at = self._at
         if give:
             at.value, given, _ = run(x, *data, out=(value, np.empty(x.shape), kept))
             at.grad = Unseen(given)
@@ -262,10 +303,10 @@ class Objective(HessianMatrices):
         self.nfev += 1
         self.njev += 1
 
-    def _hand_out(self) -> np.ndarray:
-        """The current point's gradient in an array the caller owns: a copy of the
+    @staticmethod
+    def _hand_out(at: Point) -> np.ndarray:
+        """The gradient at the point ``at`` in an array the caller owns: a copy of the
         record's, or the :class:`Unseen` one itself (then the record has none)."""
-        at = self._at
         grad = at.grad
         if grad.__class__ is Unseen:
             at.grad = None  # the caller owns the only array with it
@@ -304,7 +345,7 @@ class Objective(HessianMatrices):
         (9.0, array([ 3., 12.]))
         """
         at = self._evaluate(self._check(x))
-        return float(at.value), self._hand_out()
+        return float(at.value), self._hand_out(at)
 
     def fun(self, x: Any) -> float:
         """Return ``f(x)``; the gradient at ``x`` is computed in the same pass and kept.
@@ -366,8 +407,7 @@ class Objective(HessianMatrices):
         >>> obj.jac(np.array([1.0, 2.0]))
         array([ 3., 12.])
         """
-        self._evaluate(self._check(x))
-        return self._hand_out()
+        return self._hand_out(self._evaluate(self._check(x)))
 
     # ---- second order --------------------------------------------------------------------
     def _linearized(self, x: np.ndarray, k: int | None, need_grad: bool = False
@@ -380,7 +420,7 @@ class Objective(HessianMatrices):
         its outputs are new arrays no one else holds, so the first caller takes ∇f as
         it is (:class:`Unseen`).
         """
-        at = self._at
+        at = self._local.at
         at.move_to(x)
         if at.x is None:  # a large point's key is already a private copy
             assert at.key is not None  # set above, or x is the current point
@@ -446,7 +486,7 @@ class Objective(HessianMatrices):
         x = self._check(x)
         self._second_order = True
         linear: dict[int | None, tuple] = {}  # frame width -> (linear runner, its inputs)
-        at = self._at
+        at = self._local.at
         if at.x is not None and None in at.linear and is_point(at.key, x):
             # x is the current point and its residuals are there (a Newton solver's
             # gradient pass made them): take them now, with the record's private copy
@@ -480,15 +520,17 @@ class Objective(HessianMatrices):
     def _alternating_runner(self, x: np.ndarray, run: Callable) -> Callable:
         """The :func:`_alternating` sibling of the linear runner ``run`` (for one vector at
         x's shape): kept with the traced program's derived runners, so objectives of one
-        function share it as they share ``run`` (making one costs milliseconds)."""
-        kept = self._alternating
+        function share it as they share ``run`` (making one costs milliseconds) -- one per
+        thread, since its two arrays hold the thread's results."""
+        local = self._local
+        kept = local.alternating
         if kept is None or kept[0] != x.shape or kept[1] is not run:
             derived = self._traced(x).derived
-            key = ("alternating-linear", None, self.engine)
+            key = ("alternating-linear", threading.get_ident(), self.engine)
             pair = derived.get(key)
             if pair is None or pair[0] is not run:
                 pair = derived[key] = (run, _alternating(run))
-            kept = self._alternating = (x.shape, run, pair[1])
+            kept = local.alternating = (x.shape, run, pair[1])
         return kept[2]
 
     def hessp(self, x: Any, p: Any) -> np.ndarray:
@@ -529,20 +571,21 @@ class Objective(HessianMatrices):
         else:
             p, k = as_frame(p, x.shape, "p")
         self.nhev += 1 if k is None else k
+        local = self._local
         whole = self._small(x)  # small: every product is a whole pass, the point is kept
         if not whole:
             # The first product at a point is one whole HVP pass: a caller that moves x
             # on every call pays no residual pass. A second product at the same point
             # linearises, and the rest cost a linear pass.
-            at = self._at
+            at = local.at
             at.move_to(x)
             if not at.products:
                 at.products = whole = True
         if whole:
-            hvp = self._hvp_runner
+            hvp = local.hvp
             if hvp is None or hvp[0] != (x.shape, k):
                 run, data = self._compiled(x, "hvp", k, lambda program: tf.hvp_program(program, k))
-                hvp = self._hvp_runner = ((x.shape, k), run, data)
+                hvp = local.hvp = ((x.shape, k), run, data)
             return hvp[1](x, *hvp[2], p)[0]
         # x is the current point, so _linearized need not compare it again when the
         # residuals for this frame width are there

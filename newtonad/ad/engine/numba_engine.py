@@ -16,7 +16,9 @@ keep them can avoid the allocation:
   returns the *same* arrays, overwritten by the next call (the opt-in for hot loops
   such as a CG iteration); ``run`` itself keeps returning fresh arrays.
 
-Runners are not thread-safe (they share their arenas). A program with a primitive
+A runner may be called from several threads at once: a call that finds its arenas in
+use by another thread runs in arenas of its own (a ``reusing_outputs()`` sibling still
+returns its one set of arrays: one per thread). A program with a primitive
 this engine does not lower runs on the NumPy engine, with one warning per primitive.
 
 A warm start is kept short: when the disk cache holds the program's kernel and its
@@ -348,6 +350,16 @@ def run({params}*, out=None):
     return ({outs},)
 '''
 
+#: A serial kernel's call: in the runner's arenas, or when another thread's call is in
+#: them, in new ones.
+_ARENA_CALL = '''    if claim(False):
+        try:
+            kernel({args})
+        finally:
+            free()
+    else:
+        kernel({spare})'''
+
 #: Held while a kernel with parallel loops runs: numba's ``workqueue`` threading layer
 #: (the fork-safe one without TBB, see :mod:`.numba_threads`) aborts the process when two
 #: threads launch parallel loops at once. Serial kernels run concurrently (no GIL).
@@ -356,14 +368,16 @@ PARALLEL_LOCK = threading.Lock()
 
 def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any = None,
                 reuse: bool = False, arenas: list[np.ndarray] | None = None,
-                outputs: tuple[np.ndarray, ...] | None = None) -> Callable[..., tuple]:
+                outputs: tuple[np.ndarray, ...] | None = None,
+                in_use: Any = None) -> Callable[..., tuple]:
     """The Python wrapper around a compiled kernel: checks inputs, provides outputs.
 
     Outputs are fresh arrays per call, or with ``reuse`` the same arrays every call
     (``outputs``, when given: arrays of the outputs' shapes and dtypes, C-contiguous).
     ``run.reusing_outputs(outputs=None)`` gives a second runner of the same kernel that
     reuses its own outputs, so opting in never changes what other holders of ``run``
-    receive. ``arenas`` (the intermediates' buffers) are shared with such siblings;
+    receive. ``arenas`` (the intermediates' buffers) are shared with such siblings, with
+    ``in_use``, the lock a serial kernel's call holds while it runs in them;
     ``dispatcher`` and ``path`` (numba's dispatcher, the kernel's source file) are kept
     on the runner for inspection.
     """
@@ -397,16 +411,30 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
         arenas = [aligned_array((size,), _DTYPES[d], zero=True) for d, size in kernel.arenas]
     for n, a in enumerate(arenas):
         ns[f"A{n}"] = a
+    if in_use is None:
+        in_use = threading.Lock()
+    # another thread's call in the arenas: this one gets its own (never waits)
+    ns["claim"], ns["free"] = in_use.acquire, in_use.release
+    ns["spare"] = lambda: [aligned_array((size,), _DTYPES[d], zero=True)
+                           for d, size in kernel.arenas]
 
     ns["check_out"] = functools.partial(check_outputs, specs=tuple(out_specs))
     outs = ", ".join(f"o{j}" for j in range(n_out))
+    operands = [f"x{j}" for j in range(n_in)] + [f"o{j}" for j in range(n_out)] + extra
+    if parallel:  # one parallel kernel at a time, so its arenas are this call's
+        call = "    with lock:\n        kernel({})".format(", ".join(operands))
+    elif kernel.arenas:
+        call = _ARENA_CALL.format(args=", ".join(operands), spare=", ".join(
+            [f"x{j}" for j in range(n_in)] + [f"o{j}" for j in range(n_out)]
+            + [f"C{n}" for n in range(len(kernel.consts))] + ["*spare()"]))
+    else:
+        call = "    kernel({})".format(", ".join(operands))
     src = _RUNNER_TEMPLATE.format(
         params="".join(f"x{j}, " for j in range(n_in)),
         checks="\n".join(checks) or "    pass",
         outs=outs,
         provide="\n".join(f"        o{j} = {p}" for j, p in enumerate(provide)),
-        call=("    with lock:\n        kernel({})" if parallel else "    kernel({})").format(
-            ", ".join([f"x{j}" for j in range(n_in)] + [f"o{j}" for j in range(n_out)] + extra)))
+        call=call)
     exec(compile(src, "<newtonad numba runner>", "exec"), ns)
     run = ns["run"]
     run.kernel, run.dispatcher, run.path = fn, dispatcher, path
@@ -415,7 +443,7 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
     run.out_specs = tuple(out_specs)
     run.reusing_outputs = lambda outputs=None: make_runner(fn, kernel, dispatcher, path,
                                                            reuse=True, arenas=arenas,
-                                                           outputs=outputs)
+                                                           outputs=outputs, in_use=in_use)
     return run
 
 
