@@ -24,6 +24,8 @@ from .structural import (
     reduce_sum_p,
     reduced_shape,
     slice_,
+    summed_dtype,
+    summed_shape,
     unslice,
 )
 
@@ -74,7 +76,7 @@ def _prod_of_others(x, out, axes):
 
 
 reduce_prod_p = Primitive("reduce_prod", impl=lambda x, *, axes: np.prod(x, axis=axes),
-                          shape=reduced_shape, jvp=_prod_jvp, kind="reduction")
+                          shape=summed_shape, jvp=_prod_jvp, kind="reduction")
 
 
 def _cumsum_impl(x, *, axis, reverse):
@@ -87,7 +89,7 @@ def _cumsum_impl(x, *, axis, reverse):
 def _cumsum_shape(x: Slot, *, axis: int, reverse: bool) -> Slot:
     if not 0 <= axis < x.ndim:
         raise ValueError(f"axis {axis} is out of range for shape {x.shape}")
-    return x
+    return Slot(x.shape, summed_dtype(x.dtype))
 
 
 cumsum_p = Primitive(

@@ -295,6 +295,18 @@ def reduced_shape(x: Slot, *, axes: tuple[int, ...]) -> Slot:
     return Slot(tuple(n for i, n in enumerate(x.shape) if i not in axes), x.dtype)
 
 
+def summed_dtype(dtype: str) -> str:
+    """The dtype NumPy gives a sum, product or running sum of ``dtype``: a bool's is int64
+    (``np.sum(x > 0)`` counts), int64 and float64 stay as they are."""
+    return "int64" if dtype == "bool" else dtype
+
+
+def summed_shape(x: Slot, *, axes: tuple[int, ...]) -> Slot:
+    """``reduced_shape`` with NumPy's dtype of a sum or product (:func:`summed_dtype`)."""
+    out = reduced_shape(x, axes=axes)
+    return out if x.dtype != "bool" else Slot(out.shape, summed_dtype(x.dtype))
+
+
 def keepdims_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
 
@@ -310,7 +322,7 @@ def _sum_transpose(ct, x, *, axes):
 
 
 reduce_sum_p = Primitive(
-    "reduce_sum", impl=lambda x, *, axes: np.sum(x, axis=axes), shape=reduced_shape,
+    "reduce_sum", impl=lambda x, *, axes: np.sum(x, axis=axes), shape=summed_shape,
     jvp=lambda frame, p, t, out, *, axes: reduce_sum(t[0], axes=axes),
     transpose=_sum_transpose, kind="reduction")
 
