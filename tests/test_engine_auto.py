@@ -1,5 +1,5 @@
-"""The auto engine's in-process path (no background worker): NumPy first, numba once a
-program is hot; same results either way. The background path: tests/test_tiered.py."""
+"""The auto engine's in-process path (no background worker): NumPy first, numba at the
+hand-over call; same results either way. The background path: tests/test_tiered.py."""
 
 from __future__ import annotations
 
@@ -22,14 +22,16 @@ def test_auto_engine_moves_a_hot_program_to_numba(monkeypatch):
         return real_compile(p, engine)
 
     monkeypatch.setattr(auto, "compile_program", spy)
-    monkeypatch.setattr(auto, "HOT_SECONDS", 1e9)
+    monkeypatch.setattr(auto, "HANDOVER_CALLS", 3)
     run = compile_program(program, "auto")
     x = np.linspace(-1, 1, 7)
     first = run(x)
     assert tiers == []  # cold: the reference evaluator, no compile
-    monkeypatch.setattr(auto, "HOT_SECONDS", 0.0)
-    run(x)
-    assert tiers == ["numba"]
+    for _ in range(3):  # the second call sends it; the third and fourth still run NumPy
+        run(x)
+    assert tiers == [] and run.tier.state == "in-process" and run.tier.handover == 5
+    hot = run(x)  # the hand-over call compiles, in this process
+    assert tiers == ["numba"] and run.tier.state == "ready"
     hot = run(x)
     for a, b in zip(first, hot):
         np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-14)
@@ -54,9 +56,11 @@ def test_auto_reusing_outputs_sibling(monkeypatch):
     run = compile_program(program, "auto")
     reusing = run.reusing_outputs()
     x1, x2 = np.linspace(-1, 1, 4), np.linspace(0, 2, 4)
-    monkeypatch.setattr(auto, "HOT_SECONDS", 0.0)
-    reusing(x1)  # hot at once: compiled after this call
-    a, b = reusing(x1)[1], reusing(x2)[1]
+    monkeypatch.setattr(auto, "HANDOVER_CALLS", 1)
+    reusing(x1)
+    a = reusing(x1)[1]  # sent to be compiled at this call, on NumPy
+    b = reusing(x2)[1]  # the hand-over call: compiled, writing into the same arrays
+    assert reusing.kernel is not None
     assert a is b  # the compiled tier writes into the same arrays
     np.testing.assert_allclose(b, 3 * x2 ** 2, rtol=1e-14)
     fresh = run(x1)[1]

@@ -57,12 +57,16 @@ class Timings:
     handover_seconds : float
         Spent in this process loading the kernels the worker compiled, in a background
         thread (it shares the interpreter with the caller).
+    handover_wait_seconds : float
+        Spent by callers waiting at a program's hand-over call for its kernel (see
+        :mod:`.auto`).
     """
 
     compile_seconds: float = 0.0
     background_seconds: float = 0.0
     background_compiles: int = 0
     handover_seconds: float = 0.0
+    handover_wait_seconds: float = 0.0
 
     def __sub__(self, other: "Timings") -> "Timings":
         return Timings(*(a - b for a, b in zip(self._values(), other._values())))

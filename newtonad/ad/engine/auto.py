@@ -3,7 +3,8 @@
 A program's calls run on the NumPy reference evaluator from the first one; once the
 program has proved hot, its numba kernel is compiled by the background compiler
 (:mod:`.background`: a worker process, off the caller's path) and the calls switch to
-the kernel when it is ready. Nobody above the engine can tell which tier ran a call:
+the kernel at a *hand-over call* fixed when the program was sent. Nobody above the
+engine can tell which tier ran a call:
 
 * results agree to rounding (the kernel fuses the same operations; sums may round
   differently);
@@ -19,11 +20,24 @@ the kernel when it is ready. Nobody above the engine can tell which tier ran a c
   the runner takes over the compiled runner's code (``__code__``) and names, so there
   is no wrapper left in between.
 
+Same bits on every run
+----------------------
+Which tier runs a call is decided by counting calls, never by a clock: the two tiers
+round differently in the last bits, so a switch that came a few calls earlier or later
+would change every later iterate of a solve. A program is sent to the compiler at a
+call fixed by its modelled NumPy cost (:mod:`.tier_costs`), and switches at the call
+where its modelled NumPy time since then equals its modelled compile time. A kernel
+that is ready sooner waits for that call; at that call the caller waits for a kernel
+that is not ready yet (at most :data:`WAIT_SECONDS`, recorded as
+``Timings.handover_wait_seconds`` and logged to the ``newtonad`` logger). So a script
+gives the same bits on every run, cold or warm disk cache, quiet or busy machine. Only
+a compile that outlasts the wait, or fails, leaves its program on NumPy (the same on
+every run for a failure; logged as a warning for a wait).
+
 When the background compiler cannot run (``NEWTONAD_BACKGROUND=0``, no worker process
-can be started, the program cannot be sent to one), a hot program is compiled in the
-caller's process instead, after :data:`HOT_SECONDS` of NumPy time (the earlier
-``auto`` engine). Explicit ``engine="numba"`` always compiles before its first call
-returns; ``engine="numpy"`` never compiles.
+can be started, the program cannot be sent to one), the program is compiled in the
+caller's process at its hand-over call instead. Explicit ``engine="numba"`` always
+compiles before its first call returns; ``engine="numpy"`` never compiles.
 
 Thresholds (measured on a shared 2-core machine, numba 0.68; see ``docs/performance.rst``)
 ----------------------------------------------------------------------------------------
@@ -36,20 +50,16 @@ Thresholds (measured on a shared 2-core machine, numba 0.68; see ``docs/performa
     (:func:`.background.prewarm`), so that its start-up (Python, newtonad and numba:
     1-2 s) overlaps the calls that make a program hot.
 ``SUBMIT_SECONDS = 0.05``
-    ... and only after 50 ms of NumPy time on it. What a switch costs the caller is
-    loading the finished kernel from the disk cache in this process: 5-100 ms per
-    kernel (plus numba's import, 0.3-0.8 s, once per process), so a program that has
-    not used that much time yet is not likely to repay it. Rosenbrock's value and
-    gradient at n = 100 (25 steps: 23 µs per call on NumPy, 0.7 µs compiled) gets there
-    after about 2 000 calls; a 2 600-step program (a 100-term Python loop the re-roller
-    cannot fold: 27 ms per call, 1 µs compiled, 21 s to compile) at its second call.
+    ... and only after 50 ms of modelled NumPy time on it. What a switch costs the
+    caller is loading the finished kernel from the disk cache in this process: 5-100 ms
+    per kernel (plus numba's import, 0.3-0.8 s, once per process), so a program that has
+    not used that much time yet is not likely to repay it.
 ``MAX_STEPS = 100_000``
     Programs with more steps stay on NumPy: numba compiles about 8 ms per step of a
-    long program (the 2 600-step one above), so beyond this a background compile would
-    take a quarter of an hour or more.
-``HOT_SECONDS = 0.2``
-    The synchronous fallback's budget (``NEWTONAD_HOT_SECONDS``): about a fifth of a
-    small kernel's compile.
+    long program, so beyond this a background compile would take a quarter of an hour
+    or more.
+``WAIT_SECONDS = 120``
+    The longest a caller waits at a hand-over call (``NEWTONAD_TIER_WAIT_SECONDS``).
 
 Each is read from the environment at import: ``NEWTONAD_TIER_CALLS``,
 ``NEWTONAD_TIER_SECONDS``, ``NEWTONAD_TIER_MAX_STEPS``.
@@ -57,6 +67,8 @@ Each is read from the environment at import: ``NEWTONAD_TIER_CALLS``,
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 import threading
 import time
@@ -67,27 +79,31 @@ from typing import Any, Callable
 import numpy as np
 
 from ..program import Program
-from . import compile_program, numpy_eval, register
+from . import compile_program, numpy_eval, record, register, tier_costs
 from .runner_contract import check_outputs, coerce_input
 
-#: Seconds of NumPy evaluation of one program after which it is compiled in the caller's
-#: process, when the background compiler cannot run.
-HOT_SECONDS = float(os.environ.get("NEWTONAD_HOT_SECONDS", "0.2"))
 #: Calls of a program before it may be sent to the background compiler.
 SUBMIT_CALLS = int(os.environ.get("NEWTONAD_TIER_CALLS", "2"))
-#: Seconds of NumPy evaluation of a program before it is sent to the background compiler.
+#: Modelled seconds of NumPy evaluation of a program before it is sent to the compiler.
 SUBMIT_SECONDS = float(os.environ.get("NEWTONAD_TIER_SECONDS", "0.05"))
 #: Programs with more steps than this are never compiled by this engine.
 MAX_STEPS = int(os.environ.get("NEWTONAD_TIER_MAX_STEPS", "100000"))
+#: Seconds a caller waits at a hand-over call for a kernel that is not ready.
+WAIT_SECONDS = float(os.environ.get("NEWTONAD_TIER_WAIT_SECONDS", "120"))
+#: Calls from sending a program to its hand-over; ``None``: from the cost models. (A test
+#: sets 1, to switch at the call after the one that sent it.)
+HANDOVER_CALLS: int | None = None
 
 _DTYPES = {"float64": np.dtype(np.float64), "int64": np.dtype(np.int64), "bool": np.dtype(np.bool_)}
 
+_log = logging.getLogger("newtonad")
+
 # The states of a tier.
 COLD = "cold"          # on NumPy, not yet worth compiling
-QUEUED = "queued"      # on NumPy, its kernel being compiled in the background
-READY = "ready"        # the compiled runner is there: runners switch on their next call
+QUEUED = "queued"      # on NumPy, its kernel compiled in the background until the hand-over
+READY = "ready"        # switched: the runners run the compiled kernel
 NUMPY = "numpy"        # on NumPy for good (no numba lowering, a failed compile)
-IN_PROCESS = "in-process"  # on NumPy until HOT_SECONDS, then compiled in this process
+IN_PROCESS = "in-process"  # on NumPy until the hand-over call, then compiled in this process
 
 
 class Tier:
@@ -98,24 +114,33 @@ class Tier:
     program : Program
     state : str
         ``"cold"``, ``"queued"``, ``"ready"``, ``"numpy"`` or ``"in-process"``.
-    spent : float
-        Seconds of NumPy evaluation so far.
+    cost : float
+        Modelled seconds of one NumPy call (:func:`.tier_costs.numpy_seconds`).
+    work : float
+        Modelled seconds of NumPy evaluation so far (``calls * cost``).
     calls : int
         Calls evaluated with NumPy so far.
+    handover : int or None
+        The call (counted from 1) that runs the kernel first, once the program was sent.
     reason : str
         Why the program is not (or not yet) compiled, when it is not.
     compiled : callable or None
-        The numba engine's runner, once ready.
+        The numba engine's runner, from the hand-over call on.
     """
 
     def __init__(self, program: Program):
         self.program = program
         self.state = COLD
-        self.spent = 0.0
+        self.cost = tier_costs.numpy_seconds(program)
+        self.work = 0.0
         self.calls = 0
+        self.handover: int | None = None
         self.reason = ""
         self.compiled: Callable[..., tuple] | None = None
         self._reference: Callable[..., tuple] | None = None
+        self._finished: Callable[..., tuple] | None = None  # compiled, not yet handed over
+        self._outcome = threading.Event()  # set once the background compile has an outcome
+        self.waiting = False  # a caller waits for this program at its hand-over call
         slots = program.in_slots
         self.in_specs = tuple((tuple(s.shape), _DTYPES.get(s.dtype, np.dtype(s.dtype)))
                               for s in slots)
@@ -127,43 +152,87 @@ class Tier:
 
     # ---- the background compiler's callbacks (from its thread) ---------------------------
     def ready(self, runner: Callable[..., tuple]) -> None:
-        """The compiled runner is there: runners switch to it on their next call."""
-        self.compiled = runner
-        self.state = READY
+        """The compiled runner is there: the runners switch to it at the hand-over call."""
+        self._finished = runner
+        self._outcome.set()
 
     def stay_on_numpy(self, reason: str) -> None:
         """This program is not compiled (the numba engine would not, or could not)."""
         self.state, self.reason = NUMPY, reason
+        self._outcome.set()
 
     def compile_when_hot(self, reason: str) -> None:
-        """No background compilation: compile in this process after HOT_SECONDS."""
+        """No background compilation: compile in this process at the hand-over call."""
         self.state, self.reason = IN_PROCESS, reason
+        self._outcome.set()
 
     # ---- the NumPy tier ----------------------------------------------------------------
+    def due(self) -> bool:
+        """Whether the next call is the hand-over call of a program sent to be compiled."""
+        return (self.handover is not None and self.calls + 1 >= self.handover
+                and self.state in (QUEUED, IN_PROCESS))
+
+    def hand_over(self) -> None:
+        """At the hand-over call: switch to the kernel, waiting for it if need be."""
+        if self.state == QUEUED and not self._outcome.is_set():
+            self._wait()
+        if self.state == IN_PROCESS:
+            self._compile_here()
+        elif self.state == QUEUED and self._finished is not None:
+            self.compiled, self.state = self._finished, READY
+        elif self.state == QUEUED:  # the wait ran out: on NumPy for good
+            self.state = NUMPY
+            self.reason = f"not compiled within {WAIT_SECONDS:g} s of its hand-over call"
+            _log.warning("a %d-step program stays on NumPy: its kernel was not compiled "
+                         "within %g s of its hand-over call (a busy machine?); results "
+                         "may differ in the last bits from a run where it was",
+                         len(self.program.steps), WAIT_SECONDS)
+
+    def _wait(self) -> None:
+        self.waiting = True
+        from . import background
+
+        background.hurry()
+        start = time.perf_counter()
+        self._outcome.wait(WAIT_SECONDS)
+        waited = time.perf_counter() - start
+        self.waiting = False
+        record(handover_wait_seconds=waited)
+        _log.info("waited %.3f s at the hand-over call for the kernel of a %d-step program",
+                  waited, len(self.program.steps))
+
     def evaluate(self, args: tuple) -> tuple:
-        """Run the program on NumPy, count the time, and move it up when it is hot."""
+        """Run the program on NumPy, count the call, and send it to the compiler when hot."""
         reference = self._reference
         if reference is None:
             reference = self._reference = numpy_eval.compile_program(self.program)
-        start = time.perf_counter()
         with np.errstate(all="ignore"):  # IEEE results without warnings, as the kernel
             outs = reference(*args)
-        self.spent += time.perf_counter() - start
         self.calls += 1
+        self.work += self.cost
         if self.state == COLD and self.calls >= SUBMIT_CALLS:
-            if self.spent >= SUBMIT_SECONDS:
+            if self.work >= SUBMIT_SECONDS:
                 self._submit()
             elif not _prewarmed:
                 _prewarm()
-        if self.state == IN_PROCESS and self.spent >= HOT_SECONDS:
-            self._compile_here()
         return outs
+
+    def _handover_calls(self) -> int:
+        """Calls from now to the hand-over: NumPy time that matches the compile's."""
+        if HANDOVER_CALLS is not None:
+            return HANDOVER_CALLS
+        seconds = tier_costs.compile_seconds(self.program)
+        return max(1, math.ceil(seconds / max(self.cost, 1e-9)))
 
     def _submit(self) -> None:
         with self._lock:
             if self.state != COLD:
                 return
             self.state = QUEUED
+            self.handover = self.calls + self._handover_calls()
+        _log.debug("a %d-step program sent to the background compiler at call %d; it "
+                   "switches to the kernel at call %d", len(self.program.steps), self.calls,
+                   self.handover)
         from . import background  # (not imported before a program is hot)
 
         if not background.submit(self):
@@ -178,7 +247,7 @@ class Tier:
             warnings.simplefilter("ignore", NumbaFallbackWarning)  # the tier is silent
             runner = compile_program(self.program, "numba")
         if getattr(runner, "dispatcher", None) is not None:
-            self.ready(runner)
+            self.compiled, self.state = runner, READY
         else:
             self.reason = "no numba kernel"
 
@@ -216,6 +285,10 @@ class _Runner:
 
     def __call__(self, args: tuple, out: Any) -> tuple:
         tier = self.tier
+        if tier.compiled is None and tier.due():
+            with tier._lock:  # one caller hands over; others at the same call wait here
+                if tier.compiled is None and tier.due():
+                    tier.hand_over()
         if tier.compiled is not None:
             return self._switch()(*args, out=out)
         args = tier.check_inputs(args)
@@ -318,5 +391,5 @@ def wait_compiled(timeout: float | None = None) -> bool:
 
 register("auto", compile_auto)
 
-__all__ = ["HOT_SECONDS", "MAX_STEPS", "SUBMIT_CALLS", "SUBMIT_SECONDS", "Tier", "compile_auto",
+__all__ = ["MAX_STEPS", "WAIT_SECONDS", "SUBMIT_CALLS", "SUBMIT_SECONDS", "Tier", "compile_auto",
            "wait_compiled"]

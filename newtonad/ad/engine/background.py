@@ -85,7 +85,8 @@ class Tier(Protocol):
     """What the background compiler needs of a program's tier (see :mod:`.auto`)."""
 
     program: Program
-    spent: float
+    work: float     # modelled NumPy seconds so far: the most to gain is compiled first
+    waiting: bool   # a caller waits for this kernel at its hand-over call
 
     def ready(self, runner: Any) -> None: ...       # the compiled runner: switch to it
     def stay_on_numpy(self, reason: str) -> None: ...  # this program is not compiled
@@ -278,11 +279,13 @@ class Compiler:
             self.thread.start()
 
     def _next(self) -> Tier | None:
-        """The live queued tier with the most NumPy time spent (the most to gain)."""
+        """The live queued tier a caller waits for, else the one with the most modelled
+        NumPy time (the most to gain)."""
         best, best_job = None, None
         for job in self.pending:
             tier = job.tier()
-            if tier is not None and (best is None or tier.spent > best.spent):
+            if tier is not None and (best is None or (tier.waiting, tier.work)
+                                     > (best.waiting, best.work)):
                 best, best_job = tier, job
         self.pending = [j for j in self.pending if j is not best_job and j.tier() is not None]
         return best
@@ -540,6 +543,14 @@ def wait(timeout: float | None = None) -> bool:
     return current.wait(timeout)
 
 
+def hurry() -> None:
+    """A caller waits at a hand-over call: let the manager pick its program next."""
+    current = _COMPILER
+    if current is not None and current.pid == os.getpid():
+        with current.lock:
+            current.lock.notify_all()
+
+
 def prewarm() -> None:
     """Start the background worker ahead of the first compile (see :meth:`Compiler.prewarm`);
     nothing when background compilation is off."""
@@ -589,4 +600,4 @@ if hasattr(os, "register_at_fork"):
                         after_in_child=_forget_after_fork)
 
 __all__ = ["ENV_VAR", "LOG_ENV", "Compiler", "activity", "compiler", "dumps_program", "enabled",
-           "loads_program", "prewarm", "serve", "shutdown", "submit", "wait"]
+           "hurry", "loads_program", "prewarm", "serve", "shutdown", "submit", "wait"]
