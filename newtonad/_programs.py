@@ -38,6 +38,8 @@ def as_point(x: Any, what: str = "x") -> Any:
     if arr.dtype.kind in "biu":
         raise TypeError(f"{what} has integer dtype {arr.dtype}; derivatives need floats: "
                         f"pass {what}.astype(float)")
+    if arr.dtype.kind == "c":
+        raise complex_error(what, arr.dtype)
     if arr.dtype.kind != "f":
         raise TypeError(f"{what} must be a float array, got dtype {arr.dtype}")
     arr = np.asarray(arr, dtype=np.float64)
@@ -84,6 +86,15 @@ def _nonfinite_loop() -> Callable[[np.ndarray], bool]:
     return numba.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz"})(_nonfinite_sum)
 
 
+def complex_error(what: str, dtype: np.dtype) -> TypeError:
+    """The error for a complex point or direction: derivatives here are real, and casting
+    would drop the imaginary part without a word."""
+    return TypeError(f"{what} has complex dtype {dtype}, but derivatives are taken of real "
+                     f"functions at real points in real directions: pass {what}.real and "
+                     f"{what}.imag separately (the products are linear in the direction), or "
+                     f"write f on a real array of both parts")
+
+
 def as_data(a: Any) -> Any:
     """Validate an extra argument: a bool, int64 or float64 array (or a Var), never copied
     when it already is one."""
@@ -113,7 +124,11 @@ def as_frame(V: Any, x_shape: tuple[int, ...], name: str = "V") -> tuple[Any, in
     Returns the array and its frame width, ``None`` for a single direction: that case
     runs programs without a frame axis, whose loops are as simple as a gradient's.
     """
-    V = V if isinstance(V, Var) else np.asarray(V, dtype=np.float64)
+    if not isinstance(V, Var):
+        V = np.asarray(V)
+        if V.dtype.kind == "c":
+            raise complex_error(name, V.dtype)
+        V = np.asarray(V, dtype=np.float64)
     shape = tuple(V.shape)
     if shape == x_shape:
         return V, None
