@@ -416,7 +416,8 @@ def test_maxiter_and_max_time(method):
     assert res.status == 1 and res.nit == 4 and not res.success
     assert res.fun < rosen(rosen_start(20))
     res = minimize(rosenbrock(), rosen_start(20), method=method, options={"max_time": 0.0})
-    assert res.status == 4 and res.nit == 1 and "max_time" in res.message
+    # no Hessian or product past the deadline: the run stops at x0
+    assert res.status == 4 and res.nit == 0 and "max_time" in res.message
     assert res.fun <= rosen(rosen_start(20))
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from scipy.linalg import lapack, solve_triangular
 
 from .linalg import dot
+from .monitor import DeadlinePassed, past
 from .trust_region import QuadraticModel, boundary_intersections
 
 _EPS = float(np.finfo(float).eps)
@@ -200,7 +201,7 @@ def eigen_trs(h: np.ndarray, g: np.ndarray, radius: float) -> DenseTRS:
 def solve_dense_trs(h: np.ndarray, g: np.ndarray, radius: float, *, k_easy: float = 1e-8,
                     k_hard: float = 1e-8, maxiter: int = 25,
                     bounds: Optional[HessianBounds] = None,
-                    lam_lo: float = 0.0) -> DenseTRS:
+                    lam_lo: float = 0.0, deadline: float = math.inf) -> DenseTRS:
     """Minimise ``g @ p + p @ H p / 2`` over ``‖p‖ <= radius`` (Moré–Sorensen, CGT 7.3).
 
     Parameters
@@ -221,6 +222,9 @@ def solve_dense_trs(h: np.ndarray, g: np.ndarray, radius: float, *, k_easy: floa
     lam_lo : float
         A known lower bound on the multiplier: the final ``lam_lo`` of a solve
         for a larger radius with the same ``h`` and ``g``.
+    deadline : float
+        :func:`.monitor.clock` value after which no factorisation (nor the
+        eigendecomposition fallback) starts.
 
     Returns
     -------
@@ -228,6 +232,11 @@ def solve_dense_trs(h: np.ndarray, g: np.ndarray, radius: float, *, k_easy: floa
         ``p`` and ``λ >= 0`` with ``(H + λI) p = -g``, ``H + λI`` positive
         semidefinite and ``λ (Δ - ‖p‖) = 0`` to the tolerances above, and the
         final lower bound ``lam_lo`` for a warm start at a smaller radius.
+
+    Raises
+    ------
+    DeadlinePassed
+        When ``deadline`` has passed before a factorisation.
     """
     n = g.size
     if bounds is None:
@@ -243,7 +252,7 @@ def solve_dense_trs(h: np.ndarray, g: np.ndarray, radius: float, *, k_easy: floa
         if u is None:
             a = h.copy()
             a[diag_idx] += lam
-            u, info = lapack.dpotrf(a, lower=0, clean=1)
+            u, info = _cholesky(a, deadline)
         else:
             info = 0  # factorised at this λ in the previous iteration
         if info != 0:  # H + λI is not positive definite: λ is too small
@@ -280,14 +289,25 @@ def solve_dense_trs(h: np.ndarray, g: np.ndarray, radius: float, *, k_easy: floa
         hi, lo = lam, max(lo, lam - sigma * sigma)
         a = h.copy()
         a[diag_idx] += newton
-        u, info = lapack.dpotrf(a, lower=0, clean=1)
+        u, info = _cholesky(a, deadline)
         if info == 0:
             lam = newton
         else:
             lo = max(lo, newton)
             lam, u = _safeguarded(lo, hi), None
+    if past(deadline):
+        raise DeadlinePassed
     sol = eigen_trs(h, g, radius)
     return sol._replace(iterations=maxiter)
+
+
+def _cholesky(a: np.ndarray, deadline: float) -> tuple[np.ndarray, int]:
+    """LAPACK's upper Cholesky factor of ``a`` and its ``info``, unless ``deadline`` has
+    passed (:class:`.DeadlinePassed`): an O(n³) step the time limit must come before."""
+    if past(deadline):
+        raise DeadlinePassed
+    u, info = lapack.dpotrf(a, lower=0, clean=1)
+    return u, info
 
 
 class ExactSubproblem(QuadraticModel):
@@ -330,7 +350,8 @@ class ExactSubproblem(QuadraticModel):
     def _solve_trs(self, h: Any, g: np.ndarray, radius: float, lam_lo: float) -> DenseTRS:
         """The subproblem at ``radius`` (:func:`solve_dense_trs`)."""
         return solve_dense_trs(h, g, radius, k_easy=self.k_easy, k_hard=self.k_hard,
-                               maxiter=self.maxiter, bounds=self._bounds, lam_lo=lam_lo)
+                               maxiter=self.maxiter, bounds=self._bounds, lam_lo=lam_lo,
+                               deadline=self.deadline)
 
     def solve(self, trust_radius: float) -> tuple[np.ndarray, bool]:
         """Moré–Sorensen step for radius ``trust_radius`` (see :func:`solve_dense_trs`).
@@ -344,7 +365,7 @@ class ExactSubproblem(QuadraticModel):
         """
         if self.nonfinite_hessian:
             return self.steepest_descent_step(trust_radius)
-        h, g = self.hess, self.jac
+        h, g = self.hess_in_time(), self.jac
         if self._bounds is None:
             self._bounds = self._bounds_of(h)
             if not all(math.isfinite(b) for b in self._bounds):  # nan / inf in H, or |H| ~ 1e308

@@ -9,6 +9,7 @@ import numpy as np
 from scipy.optimize import OptimizeResult
 from scipy.sparse import issparse
 
+from . import monitor
 from .derivatives import CombinedObjective, check_hessp, gives_derivatives, hess_kind, jac_kind
 from .monitor import wrap_callback
 from .options import NATIVE_METHODS, check_options_type, check_tol, parse_options
@@ -105,10 +106,12 @@ def _run_native(meth: str, problem: FlatProblem, x0: np.ndarray, opts: dict,
                 callback: Optional[Callable[[np.ndarray, float], None]]) -> OptimizeResult:
     if meth == "newton-cg":
         from .newton_cg import minimize_newton_cg
+        started = monitor.clock()
         start = _native_start(meth, problem, x0)
         if isinstance(start, OptimizeResult):
             return start
-        return minimize_newton_cg(problem, x0, callback=callback, start=start, **opts)
+        return minimize_newton_cg(problem, x0, callback=callback, start=start,
+                                  started=started, **opts)
     from .trust_region import QuadraticModel, minimize_trust_region
     subproblem: type[QuadraticModel]
     sub_opts: dict[str, Any] = {}
@@ -130,11 +133,13 @@ def _run_native(meth: str, problem: FlatProblem, x0: np.ndarray, opts: dict,
         if opts.get("subproblem_maxiter") is not None:
             sub_opts["maxiter"] = int(opts["subproblem_maxiter"])
         opts.pop("subproblem_maxiter", None)
+    started = monitor.clock()
     start = _native_start(meth, problem, x0)  # after trust-exact's size check
     if isinstance(start, OptimizeResult):
         return start
     return minimize_trust_region(problem, x0, subproblem, callback=callback,
-                                 subproblem_options=sub_opts, start=start, **opts)
+                                 subproblem_options=sub_opts, start=start, started=started,
+                                 **opts)
 
 
 def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),

@@ -19,7 +19,24 @@ from scipy.optimize import OptimizeResult
 
 from .problem import FlatProblem
 
-__all__ = ["Status", "Monitor", "wrap_callback", "nonfinite_note"]
+__all__ = ["Status", "Monitor", "wrap_callback", "nonfinite_note", "clock", "past",
+           "DeadlinePassed"]
+
+
+def clock() -> float:
+    """Seconds on the solvers' clock (``time.perf_counter``), the one time source of
+    every ``max_time`` test: a test replaces this function with a fake clock."""
+    return time.perf_counter()
+
+
+def past(deadline: float) -> bool:
+    """Whether the :func:`clock` has reached ``deadline`` (never, for ``inf``)."""
+    return deadline != math.inf and clock() >= deadline
+
+
+class DeadlinePassed(Exception):
+    """Raised by a subproblem that finds the ``max_time`` deadline passed before an
+    expensive step (a Hessian, a factorisation); the driver then stops the run."""
 
 
 class Status(enum.IntEnum):
@@ -109,14 +126,19 @@ class Monitor:
         Keep every iterate for ``result.allvecs``.
     step_label : str
         Header of the step column: ``"radius"`` or ``"step"``.
+    started : float, optional
+        :func:`clock` value at which the run started (``max_time`` and ``time`` count
+        from it), when that was before construction: ``minimize`` evaluates ``x0``
+        first.
     """
 
     def __init__(self, problem: FlatProblem, *, maxiter: int, max_time: Optional[float],
                  callback: Optional[Callable[[np.ndarray, float], None]], disp: bool,
-                 return_all: bool, step_label: str = "radius") -> None:
+                 return_all: bool, step_label: str = "radius",
+                 started: Optional[float] = None) -> None:
         self.problem = problem
         self.maxiter = maxiter
-        self.start = time.perf_counter()
+        self.start = clock() if started is None else started
         self.deadline = math.inf if max_time is None else self.start + float(max_time)
         self.callback = callback
         self.disp = bool(disp)
@@ -126,11 +148,11 @@ class Monitor:
 
     def elapsed(self) -> float:
         """Seconds since the run started."""
-        return time.perf_counter() - self.start
+        return clock() - self.start
 
     def out_of_time(self) -> bool:
         """Whether the wall-clock budget is spent."""
-        return time.perf_counter() >= self.deadline
+        return past(self.deadline)
 
     def start_run(self, x: np.ndarray, f: float, gnorm: float, step: float) -> None:
         """Record the starting point (table header and row 0)."""
@@ -163,7 +185,7 @@ class Monitor:
                 return Status.CALLBACK
         if k >= self.maxiter:
             return Status.MAXITER
-        if time.perf_counter() >= self.deadline:
+        if past(self.deadline):
             return Status.MAX_TIME
         return None
 

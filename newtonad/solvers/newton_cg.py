@@ -26,7 +26,6 @@ Wright, *Numerical Optimization*, 2nd ed. (2006), with
 from __future__ import annotations
 
 import math
-import time
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
@@ -34,7 +33,7 @@ from scipy.optimize import OptimizeResult
 
 from .linalg import asum, axpy, dot, norm, truncated_cg_step
 from .line_search import backtracking, wolfe
-from .monitor import Monitor, Status
+from .monitor import Monitor, Status, past
 from .problem import FlatProblem, HessOperator
 from .scratch import POOL_FROM, Workspace, borrow, give_back
 from .trust_region import check_start, converged
@@ -68,7 +67,7 @@ def truncated_cg(hv: HessOperator, g: np.ndarray, gnorm: float, eta: float,
     direction ``d`` of non-positive curvature the loop stops and returns
     ``z + (r @ r / |d @ H d|) d`` (for the first direction, ``d = -g``), a
     descent direction that exploits the curvature instead of discarding it.
-    A product ``H d`` with nan or inf in it, or the ``time.perf_counter()``
+    A product ``H d`` with nan or inf in it, or the :func:`.monitor.clock`
     ``deadline``, stops the loop at the current iterate ``z`` (which is 0, no
     direction, if the very first product is not finite).
 
@@ -87,7 +86,7 @@ def truncated_cg(hv: HessOperator, g: np.ndarray, gnorm: float, eta: float,
     r1 = asum(g)  # sum(|r|), kept up to date by truncated_cg_step
     tol1 = eta * r1
     for j in range(maxiter):
-        if r1 <= tol1 or (j > 0 and time.perf_counter() >= deadline):
+        if r1 <= tol1 or (j > 0 and past(deadline)):
             return CGStep(_started(z, j), j, False)
         bd = hv(d)
         # curv = d @ H d and, when positive: z += alpha d, r += alpha H d, d = beta d - r
@@ -118,7 +117,8 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
                        c1: float = 1e-4, c2: float = 0.9, max_time: Optional[float] = None,
                        disp: bool = False, return_all: bool = False,
                        callback: Optional[Callable[[np.ndarray, float], None]] = None,
-                       start: Optional[tuple[float, np.ndarray]] = None) -> OptimizeResult:
+                       start: Optional[tuple[float, np.ndarray]] = None,
+                       started: Optional[float] = None) -> OptimizeResult:
     """Minimise by line-search truncated Newton (see the module docstring).
 
     Parameters
@@ -145,6 +145,9 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
         Value and gradient at ``x0``, finite, when the caller has them (``minimize``
         evaluates them first, :mod:`.start`); else they are computed here and a value
         or gradient that is not finite raises ``ValueError``.
+    started : float, optional
+        :func:`.monitor.clock` value at which the run started, when before this call
+        (``minimize`` evaluates ``x0`` first): ``max_time`` counts from it.
 
     Returns
     -------
@@ -155,7 +158,8 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
         raise ValueError(f"need 0 < c1 < c2 < 1, got c1 = {c1}, c2 = {c2}")
     maxiter = 200 * problem.n if maxiter is None else int(maxiter)
     monitor = Monitor(problem, maxiter=maxiter, max_time=max_time, callback=callback,
-                      disp=disp, return_all=return_all, step_label="step")
+                      disp=disp, return_all=return_all, step_label="step",
+                      started=started)
     workspace = borrow()  # the CG vectors, warm from an earlier run if any
     try:
         return _newton_cg_loop(problem, x0, monitor, workspace, gtol=gtol, xtol=xtol,
@@ -184,11 +188,24 @@ def _newton_cg_loop(problem: FlatProblem, x0: np.ndarray, monitor: Monitor,
     if status is None and maxiter <= 0:
         status = Status.MAXITER
     while status is None:
+        if monitor.out_of_time():  # no Hessian products past the time limit
+            status = Status.MAX_TIME
+            break
         eta = min(0.5, gnorm)
         hv = problem.linearize_hessp(x, scratch=True)  # truncated_cg drops each H d at once
         step = truncated_cg(hv, g, gnorm, eta, cg_maxiter, monitor.deadline, workspace)
         if step.nonfinite_hessian:
             problem.note_nonfinite_hessian()
+        if monitor.out_of_time():
+            # no line search past the time limit: the direction CG found by then gets
+            # one trial, as a trust-region step does (one value, one gradient)
+            found = _unit_step(problem, x, f, g, step.p, c1)
+            if found is not None:
+                x, f, g = found[1], found[2], found[3]
+                k += 1
+                monitor.iteration(k, x, f, norm(g), norm(step.p), step.iterations)
+            status = Status.MAX_TIME
+            break
         found = _search(problem, x, f, g, step, f_prev, c1, c2)
         if found is None:  # p failed: fall back on steepest descent once
             ghg = dot(g, hv(g)) if not step.nonfinite_hessian else math.nan
@@ -212,6 +229,21 @@ def _newton_cg_loop(problem: FlatProblem, x0: np.ndarray, monitor: Monitor,
         elif xtol is not None and alpha * asum(step.p) <= n * xtol:
             status = Status.SUCCESS
     return monitor.result(status, x, f, g, k)
+
+
+def _unit_step(problem: FlatProblem, x: np.ndarray, f: float, g: np.ndarray, p: np.ndarray,
+               c1: float):
+    """``(1, x + p, f, g)`` there if the whole step ``p`` decreases ``f`` enough (Armijo)
+    and the gradient there is finite, else ``None``: a line search of one trial."""
+    slope = dot(g, p)
+    if not (slope < 0.0 and math.isfinite(slope) and np.isfinite(p).all()):
+        return None
+    x_new = x + p
+    f_new = problem.fun(x_new)
+    if not (math.isfinite(f_new) and f_new <= f + c1 * slope):
+        return None
+    g_new = problem.jac(x_new)
+    return (1.0, x_new, f_new, g_new) if np.isfinite(g_new).all() else None
 
 
 def _search(problem: FlatProblem, x: np.ndarray, f: float, g: np.ndarray, step: CGStep,

@@ -45,6 +45,7 @@ from scipy import sparse
 
 from .exact import _THETA, MAX_DENSE_N, DenseTRS, ExactSubproblem, HessianBounds, eigen_trs
 from .linalg import dot, norm
+from .monitor import DeadlinePassed, past
 from .sparse_factors import _Factor, _factoriser, bandwidth, choose_ordering
 from .trust_region import boundary_intersections
 
@@ -116,7 +117,8 @@ def solve_sparse_trs(h: Any, g: np.ndarray, radius: float, *, k_easy: float = 1e
                      k_hard: float = 1e-8, maxiter: int = 25,
                      bounds: Optional[HessianBounds] = None, lam_lo: float = 0.0,
                      ordering: Optional[str] = None,
-                     factor_cache: Optional[dict] = None) -> DenseTRS:
+                     factor_cache: Optional[dict] = None,
+                     deadline: float = math.inf) -> DenseTRS:
     """Minimise ``g @ p + p @ H p / 2`` over ``‖p‖ <= radius`` for a sparse symmetric ``H``.
 
     Parameters
@@ -142,18 +144,31 @@ def solve_sparse_trs(h: Any, g: np.ndarray, radius: float, *, k_easy: float = 1e
     factor_cache : dict, optional
         Kept by the caller across subproblems of one run: the symbolic factorisation
         (``"AMD"``) is reused while the Hessian's pattern stays the same.
+    deadline : float
+        :func:`.monitor.clock` value after which no factorisation (nor the
+        eigendecomposition fallback) starts.
 
     Returns
     -------
     DenseTRS
         ``p``, ``λ``, the boundary flag, factorisations used and the final ``λ_L``.
+
+    Raises
+    ------
+    DeadlinePassed
+        When ``deadline`` has passed before a factorisation.
     """
     n = g.size
     if bounds is None:
         bounds = sparse_bounds(h)
     if ordering is None:
         ordering = choose_ordering(h)
-    factorise = _factoriser(h, ordering, factor_cache)
+    factorise_now = _factoriser(h, ordering, factor_cache)
+
+    def factorise(lam: float) -> _Factor:
+        if past(deadline):  # a factorisation is the expensive step: not past the limit
+            raise DeadlinePassed
+        return factorise_now(lam)
     gnorm = norm(g)
     lo, hi = bounds.interval(gnorm, radius)
     lo = max(lo, lam_lo)
@@ -203,6 +218,8 @@ def solve_sparse_trs(h: Any, g: np.ndarray, radius: float, *, k_easy: float = 1e
             lo = max(lo, newton)
             lam, fac = _safeguarded(lo, hi), None
     if n <= _DENSE_FALLBACK_N or last is None:
+        if past(deadline):
+            raise DeadlinePassed
         return eigen_trs(h.toarray(), g, radius)._replace(iterations=maxiter)
     return last._replace(iterations=maxiter)
 
@@ -245,4 +262,5 @@ class SparseExactSubproblem(ExactSubproblem):
                 pass
         return solve_sparse_trs(h, g, radius, k_easy=self.k_easy, k_hard=self.k_hard,
                                 maxiter=self.maxiter, bounds=self._bounds, lam_lo=lam_lo,
-                                ordering=ordering, factor_cache=cache)
+                                ordering=ordering, factor_cache=cache,
+                                deadline=self.deadline)

@@ -14,14 +14,13 @@ subproblem solutions agree.
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, Callable, Optional
 
 import numpy as np
 from scipy.optimize import OptimizeResult
 
 from .linalg import dot, norm
-from .monitor import Monitor, Status
+from .monitor import DeadlinePassed, Monitor, Status, past
 from .problem import FlatProblem, HessOperator
 from .scratch import POOL_FROM, Workspace, borrow, give_back
 
@@ -83,7 +82,8 @@ class QuadraticModel:
     fun, jac : float and ndarray, optional
         Value and gradient at ``x`` when already known.
     deadline : float, optional
-        ``time.perf_counter()`` value at which inner iterations stop early.
+        :func:`.monitor.clock` value at which inner iterations stop early, and before
+        which a Hessian or a factorisation must start (else :class:`.DeadlinePassed`).
     workspace : Workspace, optional
         Scratch vectors shared by the models of one run (:mod:`.scratch`), given by
         the driver, which uses a step only until the next ``solve``: then a step may
@@ -105,7 +105,7 @@ class QuadraticModel:
         self.workspace = Workspace() if workspace is None else workspace
         #: whether steps may live in the workspace (the driver's: see ``workspace``)
         self._steps_in_workspace = workspace is not None
-        #: ``time.perf_counter()`` value at which inner iterations stop early
+        #: :func:`.monitor.clock` value at which inner iterations stop early
         self.deadline = deadline
         #: set once a Hessian product at ``x`` came out nan or inf; from then on
         #: :meth:`steepest_descent_step` stands in for the model's minimiser
@@ -149,6 +149,18 @@ class QuadraticModel:
             self._h = self.problem.hess(self.x)
         return self._h
 
+    @property
+    def has_hess(self) -> bool:
+        """Whether the Hessian at ``x`` has been formed."""
+        return self._h is not None
+
+    def hess_in_time(self) -> Any:
+        """:attr:`hess`, or :class:`.DeadlinePassed` when it is still to be formed and
+        the ``max_time`` deadline has passed."""
+        if self._h is None and self.out_of_time():
+            raise DeadlinePassed
+        return self.hess
+
     def operator(self) -> HessOperator:
         """The map ``v -> H v`` linearised once at ``x`` (for inner loops to call directly).
 
@@ -187,7 +199,7 @@ class QuadraticModel:
 
     def out_of_time(self) -> bool:
         """Whether the run's wall-clock budget is spent (inner loops then stop early)."""
-        return time.perf_counter() >= self.deadline
+        return past(self.deadline)
 
     def hessian_failed(self) -> None:
         """Note that the Hessian at ``x`` is not finite (once per point)."""
@@ -278,7 +290,8 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
                           return_all: bool = False,
                           callback: Optional[Callable[[np.ndarray, float], None]] = None,
                           subproblem_options: Optional[dict] = None,
-                          start: Optional[tuple[float, np.ndarray]] = None) -> OptimizeResult:
+                          start: Optional[tuple[float, np.ndarray]] = None,
+                          started: Optional[float] = None) -> OptimizeResult:
     """Minimise with a trust-region method; the step comes from ``subproblem``.
 
     This is algorithm 4.1 of Nocedal & Wright, 2nd ed., with scipy's
@@ -297,7 +310,8 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
     Hessian is not finite the subproblem takes a steepest-descent step
     (:meth:`QuadraticModel.steepest_descent_step`); a gradient that is exactly
     zero ends the run with success even when ``gtol = 0``; inner iterations
-    stop at the ``max_time`` deadline too; and both reductions get
+    stop at the ``max_time`` deadline too, and no Hessian, factorisation or
+    subproblem solve starts after it; and both reductions get
     ``10 ε max(1, |f|)`` added, so that ``ρ`` stays meaningful when they are at
     the level of rounding in ``f`` (Conn, Gould & Toint, *Trust-Region
     Methods*, 2000, section 17.4.2) instead of rejecting every step there.
@@ -324,11 +338,16 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
         Value and gradient at ``x0``, finite, when the caller has them (``minimize``
         evaluates them first, :mod:`.start`); else they are computed here and a value
         or gradient that is not finite raises ``ValueError``.
+    started : float, optional
+        :func:`.monitor.clock` value at which the run started, when before this call
+        (``minimize`` evaluates ``x0`` first): ``max_time`` counts from it.
 
     Returns
     -------
     OptimizeResult
         The best (last accepted) point; ``status`` and ``message`` say why it stopped.
+        trust-exact's ``hess`` is the Hessian there, left out of a run stopped by
+        ``max_time`` before it was formed.
     """
     if not 0 <= eta < 0.25:
         raise ValueError(f"eta must be in [0, 0.25), got {eta}")
@@ -338,7 +357,8 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
     n = problem.n
     maxiter = 200 * n if maxiter is None else int(maxiter)
     monitor = Monitor(problem, maxiter=maxiter, max_time=max_time, callback=callback,
-                      disp=disp, return_all=return_all, step_label="radius")
+                      disp=disp, return_all=return_all, step_label="radius",
+                      started=started)
     workspace = borrow()  # the inner loops' vectors, warm from an earlier run if any
     try:
         return _trust_region_loop(problem, x0, subproblem, monitor, workspace, radius0=float(
@@ -371,7 +391,13 @@ def _trust_region_loop(problem: FlatProblem, x0: np.ndarray,
     if status is None and maxiter <= 0:
         status = Status.MAXITER
     while status is None:
-        p, hits_boundary = m.solve(radius)
+        try:
+            if past(monitor.deadline):  # no subproblem (Hessian, products) past it
+                raise DeadlinePassed
+            p, hits_boundary = m.solve(radius)
+        except DeadlinePassed:
+            status = Status.MAX_TIME
+            break
         inner = m.take_inner_iterations()
         predicted = m.predicted_decrease(p)
         pp = dot(p, p)
@@ -406,5 +432,8 @@ def _trust_region_loop(problem: FlatProblem, x0: np.ndarray,
         elif (status is None and radius <= 1e-15 * max(1.0, x_bound)
               and radius <= 1e-15 * max(1.0, norm(x))):
             status = Status.NO_PROGRESS
-    extra = {"hess": m.hess} if getattr(m, "returns_hess", False) else {}
+    returns_hess = getattr(m, "returns_hess", False)
+    if status is Status.MAX_TIME and not m.has_hess:
+        returns_hess = False  # forming it now would overrun the time limit
+    extra = {"hess": m.hess} if returns_hess else {}
     return monitor.result(status, x, f, m.jac, k, **extra)
