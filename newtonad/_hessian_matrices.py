@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._programs import Traced, frame_chunks, identity_columns
+from ._programs import HESSIAN_INSTEAD, Traced, check_dense, frame_chunks, identity_columns
 from .ad import transforms as tf
 
 #: Identity frames of up to this many bytes are kept by hess between points (n <= 1448).
@@ -71,6 +71,8 @@ class HessianMatrices:
             return self.sparse_hess(x)
         n = x.size
         chunks = frame_chunks(n, n)
+        # one frame: the identity (unless kept) and the product; in chunks: the matrix
+        check_dense(n, n, "Objective.hess", HESSIAN_INSTEAD, copies=2 if len(chunks) == 1 else 1)
         if len(chunks) == 1:
             # One frame of n columns: one whole HVP pass. Residuals kept for later frames
             # would not pay (a residual pass and a linear pass cost more than the one).

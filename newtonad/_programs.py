@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import sys
 import threading
 import weakref
@@ -299,6 +300,74 @@ def with_copy_of_x(program: Program) -> Program:
     copies, closed = to_program(roots, [y, g, mul_p(roots[0], one)])
     assert not closed  # vg is closed: interpreting it reaches nothing outside roots
     return copies
+
+
+# ---- dense matrices -----------------------------------------------------------------------
+
+#: Dense matrices smaller than this are made without asking how much memory is free
+#: (reading /proc/meminfo costs tens of microseconds; trust-exact asks at every point).
+CHECK_FROM_BYTES = 1 << 26
+#: The memory assumed available where neither /proc/meminfo nor sysconf tells.
+FALLBACK_MEMORY = 16 << 30
+
+
+#: What a dense Hessian too large for memory can be replaced with (api, Objective).
+HESSIAN_INSTEAD = ("Use nad.hessian(f, sparse=True) (or Objective(f, sparse=True)) for a "
+                   "sparse Hessian, or products with it: nad.hvp(f, x, V) (Objective.hessp), "
+                   "as the Newton-CG and Krylov methods do.")
+
+
+class DenseTooLarge(MemoryError):
+    """A dense derivative matrix would not fit in the memory available; refused before
+    anything is allocated (an allocation of that size gets the process killed under
+    overcommit rather than a MemoryError)."""
+
+
+def available_memory() -> int:
+    """Bytes of memory available to a new allocation: ``MemAvailable`` of /proc/meminfo,
+    else the free physical pages sysconf reports, else :data:`FALLBACK_MEMORY`."""
+    try:
+        with open("/proc/meminfo", "rb") as meminfo:
+            for line in meminfo:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return FALLBACK_MEMORY
+
+
+def check_dense(rows: int, cols: int, what: str, instead: str, copies: int = 1) -> None:
+    """Raise :class:`DenseTooLarge` when ``copies`` float64 matrices of ``rows`` x ``cols``
+    need more than :func:`available_memory`.
+
+    Parameters
+    ----------
+    rows, cols : int
+        The matrix's shape.
+    what : str
+        What makes it (``"nad.hessian"``), for the message.
+    instead : str
+        The alternatives to name, a sentence.
+    copies : int, optional
+        How many such matrices are alive at once.
+
+    Raises
+    ------
+    DenseTooLarge
+        A MemoryError naming the size in GiB and the alternatives.
+    """
+    need = 8 * int(rows) * int(cols) * int(copies)
+    if need < CHECK_FROM_BYTES:
+        return
+    free = available_memory()
+    if need > free:
+        raise DenseTooLarge(
+            f"{what}: a dense {rows} x {cols} float64 matrix"
+            f"{f' ({copies} of them)' if copies > 1 else ''} needs {need / 2**30:.1f} GiB, "
+            f"more than the {free / 2**30:.1f} GiB of memory available. {instead}")
 
 
 # ---- identity frames --------------------------------------------------------------------

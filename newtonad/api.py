@@ -18,10 +18,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ._programs import (
+    HESSIAN_INSTEAD,
     Traced,
     as_data,
     as_frame,
     as_point,
+    check_dense,
     derive,
     frame_chunks,
     identity_columns,
@@ -420,6 +422,7 @@ def jacobian(f: Callable, *, engine: str | None = None, sparse: bool = False) ->
             return _jacobian_traced(f, x_, args_)
         y_shape = traced.program.out_slots[0].shape
         n, m = x_.size, int(np.prod(y_shape, dtype=np.int64))
+        check_dense(m, n, "nad.jacobian", _JACOBIAN_INSTEAD)
         out = np.empty((m, n))
         if n <= m:
             for a, b in frame_chunks(n, max(n, m)):
@@ -434,6 +437,10 @@ def jacobian(f: Callable, *, engine: str | None = None, sparse: bool = False) ->
         return out.reshape(y_shape + x_.shape)
 
     return jac
+
+
+_JACOBIAN_INSTEAD = ("Use nad.jacobian(g, sparse=True) for a sparse Jacobian, or products with "
+                     "it: nad.jvp(g, x, V) (J V) and nad.vjp(g, x, W) (J^T W).")
 
 
 def _jacobian_traced(f, x, args):
@@ -483,6 +490,7 @@ def hessian(f: Callable, *, engine: str | None = None, sparse: bool = False) -> 
                                                  scalar=True).from_outer:
             return _jacobian_traced(grad(f), x_, args)
         n = x_.size
+        check_dense(n, n, "nad.hessian", HESSIAN_INSTEAD)
         out = np.empty((n, n))
         for a, b in frame_chunks(n, n):
             E = identity_columns(n, a, b)

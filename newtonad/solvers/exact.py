@@ -33,6 +33,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 from scipy.linalg import lapack, solve_triangular
 
+from .._programs import check_dense
 from .linalg import dot
 from .monitor import DeadlinePassed, past
 from .trust_region import QuadraticModel, boundary_intersections
@@ -58,6 +59,9 @@ def check_size(n: int) -> None:
             f"enough for the sparse path (at most 20% non-zeros, from a newtonad "
             f"Objective). Use method='trust-krylov' or 'trust-ncg', which need only "
             f"Hessian-vector products.")
+    # the Hessian, its Cholesky factor and a shifted copy alive at once
+    check_dense(n, n, "trust-exact", "Use method='trust-krylov' or 'trust-ncg', which need "
+                "only Hessian-vector products, or a sparse Objective.", copies=3)
 
 
 class DenseTRS(NamedTuple):
