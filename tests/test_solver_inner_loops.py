@@ -193,10 +193,12 @@ def test_first_cg_iteration_equals_the_one_from_zero_and_a_copy_bit_for_bit(n):
     assert np.array_equal(z, z0) and np.array_equal(r, r0)
 
 
-def test_one_by_one_trust_region_subproblem_matches_the_general_path_bit_for_bit(monkeypatch):
+def test_one_by_one_trust_region_subproblem_matches_the_general_path(monkeypatch):
     """GLTR's first Lanczos step often ends a subproblem: the 1 x 1 case runs on floats
-    (no array factorisation) and gives exactly what the array path gives (c as an array
-    takes that path)."""
+    (no array factorisation) and gives what the array path (LAPACK; c as an array takes
+    it) gives, to rounding: an optimised LAPACK may fuse operations the float path rounds
+    twice, so the two agree to a few ε of h and of |λ| + |t| (κ = 1 for one row), not
+    necessarily to the bit."""
     from newtonad.solvers import tridiagonal
     from newtonad.solvers.tridiagonal import solve_tridiagonal_trs
 
@@ -212,7 +214,9 @@ def test_one_by_one_trust_region_subproblem_matches_the_general_path_bit_for_bit
         fast = solve_tridiagonal_trs(np.array([t]), np.empty(0), c, radius, lam0)
         monkeypatch.setattr(tridiagonal, "_solve_shifted", general_shift)
         general = solve_tridiagonal_trs(np.array([t]), np.empty(0), np.array([c]), radius, lam0)
-        assert np.array_equal(fast.h, general.h) and fast.lam == general.lam
+        eps = np.finfo(float).eps
+        assert np.allclose(fast.h, general.h, rtol=16 * eps, atol=0.0)
+        assert abs(fast.lam - general.lam) <= 16 * eps * (abs(general.lam) + abs(t))
         assert fast.hits_boundary == general.hits_boundary
     # the hard case (c = 0 with t < 0) and nan: the general path, its own errors
     sol = solve_tridiagonal_trs(np.array([-2.0]), np.empty(0), 0.0, 0.5)

@@ -221,12 +221,22 @@ def test_tridiagonal_subproblem(kind, radius):
     assert model(t, c, sol.h) == pytest.approx(model(t, c, ref.p), rel=1e-7, abs=1e-12)
 
 
-def test_tridiagonal_subproblems_of_a_few_rows_on_floats_are_the_general_path_s_bits():
+def test_tridiagonal_subproblems_of_a_few_rows_on_floats_agree_with_the_general_path():
     """GLTR's first steps (T of one to three rows, c = γ e₁) are solved on Python floats,
-    operation for operation as the LAPACK path: the same h, λ and boundary flag, to the
-    bit, for definite and indefinite T, with and without a warm start."""
+    operation for operation as the LAPACK path (dpttrf / dpttrs): the same h, λ and
+    boundary flag, for definite and indefinite T, with and without a warm start.
+
+    Not to the bit on every machine: an optimised LAPACK may fuse a multiply and an add
+    (AVX-512 builds of OpenBLAS do), so a factorisation differs in its last bit, and the
+    Moré–Sorensen iteration carries that on. Each solve with T + λI is backward stable, so
+    the two paths' h differ by a few rounding errors per operation amplified by the
+    condition number κ of T + λI: the test allows 16 ε κ ‖h‖ (k ≤ 3 rows, a few Newton
+    steps), and for λ 16 ε κ (|λ| + ‖T‖) (the shift is computed from such solves).
+    A wrong formula on either path is off by far more than rounding.
+    """
     from newtonad.solvers import tridiagonal
 
+    eps = np.finfo(float).eps
     rng = np.random.default_rng(1)
     fast = 0
     for t in range(3000):
@@ -243,8 +253,14 @@ def test_tridiagonal_subproblems_of_a_few_rows_on_floats_are_the_general_path_s_
             continue
         fast += 1
         general = solve_tridiagonal_trs(diag, off, np.r_[c, np.zeros(k - 1)], radius, lam0)
-        assert np.array_equal(few.h, general.h), (diag, off, c, radius, lam0)
-        assert (few.lam, few.hits_boundary) == (general.lam, general.hits_boundary)
+        T = np.diag(diag) + np.diag(off, 1) + np.diag(off, -1)
+        kappa = np.linalg.cond(T + general.lam * np.eye(k))
+        case = (diag, off, c, radius, lam0)
+        h_norm = np.linalg.norm(general.h)
+        assert np.linalg.norm(few.h - general.h) <= 16 * eps * kappa * h_norm, case
+        t_norm = np.linalg.norm(T, 2)
+        assert abs(few.lam - general.lam) <= 16 * eps * kappa * (abs(general.lam) + t_norm), case
+        assert few.hits_boundary == general.hits_boundary, case
     assert fast >= 2900
 
 
