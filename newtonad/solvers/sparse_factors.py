@@ -185,7 +185,7 @@ class _LUFactor(_Factor):
             return -d
         col = u[:k, [k]].toarray().ravel()
         y = splinalg.spsolve_triangular(u[:k, :k].tocsr(), col, lower=False)
-        return -d / (1.0 + float(y @ y))
+        return -d / (1.0 + dot(y, y))
 
     def solve(self, b: np.ndarray) -> np.ndarray:
         assert self.lu is not None
@@ -299,7 +299,7 @@ class _LDLFactor(_Factor):
         row = sparse.csr_array(self.lower)[[k], :k].toarray().ravel()
         y = splinalg.spsolve_triangular(self._unit_upper(k), row, lower=False,
                                         unit_diagonal=True)
-        return -d / (1.0 + float(y @ y))
+        return -d / (1.0 + dot(y, y))
 
     def solve(self, b: np.ndarray) -> np.ndarray:
         return self.solver.solve(b)
