@@ -33,6 +33,8 @@ from scipy.optimize import minimize as scipy_minimize
 from scipy.sparse import issparse
 from scipy.sparse.linalg import LinearOperator
 
+from .._stack import user_stacklevel
+
 __all__ = ["minimize_with_scipy", "SCIPY_METHODS", "ConstraintFallbackWarning",
            "_constraint_derivatives", "uses_gradient"]
 
@@ -162,7 +164,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _ad_derivatives(fun: Callable, args: tuple, flat: _Flat, x0: np.ndarray, label: str,
-                    with_hess: bool, stacklevel: int) -> Optional[tuple[Callable, Any]]:
+                    with_hess: bool) -> Optional[tuple[Callable, Any]]:
     """AD derivatives of a constraint on flat vectors, or ``None`` if it cannot be traced.
 
     Constraints written for scipy's finite differences may use ``float(x[0])``,
@@ -191,7 +193,7 @@ def _ad_derivatives(fun: Callable, args: tuple, flat: _Flat, x0: np.ndarray, lab
                       "estimates its Jacobian by finite differences instead. For exact "
                       "derivatives write it with traceable NumPy (np.where for a branch, "
                       "np.stack for arrays built from parts, no float()).",
-                      ConstraintFallbackWarning, stacklevel=stacklevel + 1)
+                      ConstraintFallbackWarning, stacklevel=user_stacklevel())
         return None
     hess = None
     if with_hess and ad_hvp is not None:
@@ -225,7 +227,7 @@ def _nonlinear(fun: Callable, lb: Any, ub: Any, args: tuple, flat: _Flat, meth: 
         kwargs["jac"] = flat.rows(jac, *args)
     elif meth in _CONSTRAINT_JAC:
         with_hess = meth in _CONSTRAINT_HESS and not callable(hess)
-        derived = _ad_derivatives(fun, args, flat, x0, label, with_hess, stacklevel=5)
+        derived = _ad_derivatives(fun, args, flat, x0, label, with_hess)
         kwargs["jac"] = "2-point" if derived is None else derived[0]
         if derived is not None and derived[1] is not None:
             hess = derived[1]
@@ -267,8 +269,7 @@ def _prepare_constraints(constraints: Any, meth: str, flat: _Flat, x0: np.ndarra
             if callable(con.get("jac")):
                 new["jac"] = flat.rows(con["jac"], *args)
             elif meth in _CONSTRAINT_JAC:  # the derivative-free methods ignore jac
-                derived = _ad_derivatives(con["fun"], args, flat, x0, label, False,
-                                          stacklevel=4)
+                derived = _ad_derivatives(con["fun"], args, flat, x0, label, False)
                 if derived is not None:
                     new["jac"] = derived[0]
             out.append(new)
