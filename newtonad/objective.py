@@ -48,6 +48,7 @@ from ._programs import (
     traced_at,
     with_copy_of_x,
 )
+from ._static_args import bind_static
 from .ad import transforms as tf
 
 #: From this many entries the value-and-gradient kernel writes the copy of a new point
@@ -125,6 +126,7 @@ class Objective(HessianMatrices):
                  sparse: bool = False):
         if not callable(f):
             raise TypeError(f"Objective needs a callable f(x, *args), got {type(f).__name__}")
+        f, args = bind_static(f, tuple(args))  # Python scalars and strings: static
         self.f = f
         self.args = tuple(as_data(a) for a in args)
         self.engine = engine or api.DEFAULT_ENGINE
