@@ -18,6 +18,7 @@ into an enclosing trace, and differentiated again.
 
 from __future__ import annotations
 
+import collections
 import functools
 from typing import Any, Sequence
 
@@ -27,11 +28,23 @@ from .gc_pause import gc_paused
 from .primitives.core import Frame, UndefPrimal, const_p
 from .primitives.elementwise import add_any, convert, mul
 from .primitives.structural import broadcast_to, zeros
-from .program import Program, Slot
+from .program import ArrayConst, Program, Slot, Step
 from .remat import choose as choose_residuals
 from .remat import slot_kinds
 from .trace import interpret, to_program
 from .var import Var, bind, is_float, new_tracer
+
+#: Derivations made, by kind (``value_and_grad``, ``hvp``, ...): tests and benchmarks count
+#: them to see that a cache served a request instead.
+DERIVATIONS: collections.Counter = collections.Counter()
+
+
+def clear_caches() -> None:
+    """Forget every derived program cached by program (benchmarks time cold derivations)."""
+    grad_program.cache_clear()
+    _derived.cache_clear()
+    _rewidthed.cache_clear()
+    _template_width.cache_clear()
 
 
 def _build(inputs: Sequence[Var], outputs: Sequence[Any]) -> Program:
@@ -307,13 +320,18 @@ def _check_scalar(program: Program) -> None:
                          f"shapes {shapes}; reduce it (e.g. np.sum) or use jacobian / vjp")
 
 
-@gc_paused
 def value_and_grad_program(program: Program) -> Program:
     """Inputs as ``program``; outputs ``(f, ∇f)`` with respect to the first input.
 
-    The reverse pass is vjp with the single cotangent 1.
+    The reverse pass is vjp with the single cotangent 1. Derived once per program
+    (equal programs share it, see :func:`_derived`).
     """
     _check_scalar(program)
+    return _derived("value_and_grad", program, None)
+
+
+@gc_paused
+def _value_and_grad_direct(program: Program, k: None) -> Program:
     # The vjp with its cotangent bound to the constant 1 before simplification: one
     # simplifying pass instead of one for the vjp and another once the 1 is bound.
     primal, pullback = _vjp_parts(program, None, (0,))  # one cotangent column: no frame axis
@@ -329,19 +347,23 @@ def grad_program(program: Program) -> Program:
     return select_outputs(value_and_grad_program(program), [1])
 
 
-@gc_paused
 def hvp_program(program: Program, k: int | None) -> Program:
     """Forward-over-reverse: inputs ``(x, *args, V)``, output ``H V``.
 
     The jvp of the gradient program, with a frame ``V`` of ``k`` velocity columns
     that all share the gradient's single cotangent column. The gradient itself is
     dropped (with the work only it needs): a product costs one pass that writes
-    only ``H V``.
+    only ``H V``. Derived once per program; a new frame width is the program of
+    another width with its frame axes resized (:func:`_framed`).
     """
-    return simplify(jvp_program(grad_program(program), k), keep=[1])
+    return _framed("hvp", program, k)
 
 
 @gc_paused
+def _hvp_direct(program: Program, k: int | None) -> Program:
+    return simplify(jvp_program(grad_program(program), k), keep=[1])
+
+
 def linearized_hvp(program: Program, k: int | None) -> tuple[Program, Program]:
     """The HVP split once per point (partial evaluation of forward-over-reverse).
 
@@ -354,13 +376,132 @@ def linearized_hvp(program: Program, k: int | None) -> tuple[Program, Program]:
     stored values and recomputes the cheap elementwise rest, because a stored array
     costs a memory stream on every application. ``x`` and the data arguments are
     passed to the linear program as they are, never copied into residuals; a caller
-    that keeps the linear map must keep its own copy of ``x``.
+    that keeps the linear map must keep its own copy of ``x``. Cached as
+    :func:`hvp_program` is.
     """
+    return _framed("linearized_hvp", program, k)
+
+
+@gc_paused
+def _linearized_hvp_direct(program: Program, k: int | None) -> tuple[Program, Program]:
     known = [True] * len(program.inputs) + [False]
     jp = jvp_program(value_and_grad_program(program), k)  # f, ∇f, ∇f·V, H V
     jp = select_outputs(fold_scalings(jp, known), [0, 1, 3])
     primal, linear = partial_eval(jp, known, 2, remat=True)
     return simplify(primal), simplify(linear)
+
+
+# ---- derived programs cached by program, frame widths by resizing ---------------------------
+
+#: Derivations by kind, each ``(program, k) -> Program or tuple of Programs``.
+_DIRECT = {"value_and_grad": _value_and_grad_direct, "hvp": _hvp_direct,
+           "linearized_hvp": _linearized_hvp_direct}
+
+
+@functools.lru_cache(maxsize=32)
+def _derived(kind: str, program: Program, k: int | None) -> Any:
+    """The derivation ``kind`` of ``program`` at frame width ``k``, made once: programs
+    are compared by structure, so a function traced again (a new ``Objective``, a new
+    function object of the same code) reuses its derived programs."""
+    DERIVATIONS[kind] += 1
+    return _DIRECT[kind](program, k)
+
+
+def _framed(kind: str, program: Program, k: int | None) -> Any:
+    """``_derived(kind, program, k)``, made for a frame of ``k >= 2`` columns by resizing
+    the frame axes of one template width's program instead of deriving again.
+
+    The template width (:func:`_template_width`) is a length no axis or parameter of
+    ``program`` has, so every axis of that length in the derived program is a frame
+    axis. Width 1 and no frame axis (``None``) are derived as they are: their
+    programs are not a resized frame program (size-1 axes broadcast).
+    """
+    if k is None or k < 2:
+        return _derived(kind, program, k)
+    return _rewidthed(kind, program, k)
+
+
+@functools.lru_cache(maxsize=64)
+def _rewidthed(kind: str, program: Program, k: int) -> Any:
+    width = _template_width(program)
+    if k == width:
+        return _derived(kind, program, k)
+    template = _derived(kind, program, width)
+    out = (rewidth(template, width, k) if isinstance(template, Program)
+           else tuple(rewidth(p, width, k) for p in template))
+    if out is None or (isinstance(out, tuple) and None in out):
+        return _derived(kind, program, k)  # a frame axis this cannot resize: derive
+    return out
+
+
+#: Candidate template widths: primes, so that products of a program's lengths are unlikely
+#: to meet one.
+_WIDTHS = (61, 67, 71, 73, 79, 83, 89, 97, 101, 103, 107, 109, 113, 127, 131, 137, 139)
+
+
+@functools.lru_cache(maxsize=32)
+def _template_width(program: Program) -> int:
+    """The first of :data:`_WIDTHS` that no axis length and no integer parameter of
+    ``program`` equals (0 when all do: frames are then always derived)."""
+    used: set[int] = set()
+    for slot in program.slots:
+        used.update(slot.shape)
+    for step in program.steps:
+        _integers(step.params, used)
+    return next((w for w in _WIDTHS if w not in used), 0)
+
+
+def _integers(value: Any, into: set[int]) -> None:
+    """Add the integers found in nested params ``value`` to ``into``."""
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            _integers(v, into)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        into.add(value)
+    elif isinstance(value, ArrayConst):
+        into.update(value.array.shape)
+
+
+class _Fixed(Exception):
+    """A parameter holds the old width where it cannot be resized (an array constant)."""
+
+
+def _resized(value: Any, old: int, new: int) -> Any:
+    if value.__class__ is int:
+        return new if value == old else value
+    if isinstance(value, tuple):
+        return tuple(_resized(v, old, new) for v in value)
+    if isinstance(value, ArrayConst) and old in value.array.shape:
+        raise _Fixed
+    return value
+
+
+def rewidth(program: Program, old: int, new: int) -> Program | None:
+    """``program`` with every axis (and integer parameter) of length ``old`` made ``new``.
+
+    Parameters
+    ----------
+    program : Program
+        A program derived for frames of ``old`` columns, ``old`` being a length the
+        program it was derived from has nowhere.
+    old, new : int
+        The frame widths.
+
+    Returns
+    -------
+    Program or None
+        The program for frames of ``new`` columns, checked by the shape rules; ``None``
+        when an array constant has a frame axis or a shape rule disagrees.
+    """
+    slots = tuple(s if old not in s.shape else
+                  Slot(tuple(new if n == old else n for n in s.shape), s.dtype)
+                  for s in program.slots)
+    try:
+        steps = tuple(Step(s.primitive, s.inputs, _resized(s.params, old, new), s.output)
+                      for s in program.steps)
+        return Program(slots, steps, program.inputs, program.outputs)
+    except (_Fixed, ValueError):
+        return None
 
 
 # ---- simplification ----------------------------------------------------------------------------
@@ -437,4 +578,5 @@ def simplify(program: Program, keep: Sequence[int] | None = None) -> Program:
 
 __all__ = ["jvp_program", "partial_eval", "fold_scalings", "linearize_program",
            "transpose_program", "vjp_program", "value_and_grad_program", "grad_program",
-           "hvp_program", "linearized_hvp", "select_outputs", "simplify", "frame_slot"]
+           "hvp_program", "linearized_hvp", "select_outputs", "simplify", "frame_slot",
+           "rewidth", "clear_caches", "DERIVATIONS"]

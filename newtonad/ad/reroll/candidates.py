@@ -233,7 +233,9 @@ class _Strides:
         width = max(set(lengths), key=lengths.count) if reads else -1
         odd = np.array([n != width for n in lengths], dtype=np.int64)
         self.odd_before = np.concatenate([[0], np.cumsum(odd)]).tolist()
-        self.table = np.array([r if n == width else (0,) * max(width, 0)
+        # rows of the most common width; the rest (and every row when most items read
+        # nothing, width -1) are placeholders the Python check covers
+        self.table = np.array([r if n == width and r is not None else (0,) * max(width, 0)
                                for r, n in zip(reads, lengths)],
                               dtype=np.int64).reshape(len(reads), max(width, 0))
 
