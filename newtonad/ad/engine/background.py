@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import atexit
 import io
+import logging
 import os
 import pickle
 import struct
@@ -69,6 +70,7 @@ TERMINATE_SECONDS = 1.0
 EXIT_JOIN_SECONDS = 10.0
 
 _HEADER = struct.Struct("<Q")
+_log = logging.getLogger("newtonad")
 #: Held by the manager thread while it imports numba or loads a kernel, and by
 #: ``os.fork`` (see the end of the module): a child forked meanwhile would inherit
 #: numba's compiler lock, or a module's import lock, held by a thread it does not have.
@@ -352,11 +354,15 @@ class Compiler:
             return
         from .numba_cache import effective_cache_dir
 
+        steps = len(program.steps)
+        _log.debug("background compile of a %d-step program started", steps)
         reply = self._ask(worker, (payload, str(effective_cache_dir())))
         if reply is None:  # the worker died compiling this program: leave it alone
             if not self.closing:
                 self._lost_worker(crashed=True)
                 tier.stay_on_numpy("the background worker died compiling it")
+                _log.info("the background worker died compiling a %d-step program; it "
+                          "stays on NumPy", steps)
             return
         status, seconds, detail, options = reply
         from . import record
@@ -364,17 +370,24 @@ class Compiler:
         record(background_seconds=seconds, background_compiles=1)
         if status != "ok":
             tier.stay_on_numpy(detail or "no numba kernel")
+            _log.info("a %d-step program stays on NumPy: %s", steps, detail or "no numba kernel")
             return
         start = time.perf_counter()
         from .numba_engine import load_cached
 
         with _NUMBA_IN_USE:
             runner = load_cached(program, options)
-        record(handover_seconds=time.perf_counter() - start)
+        loaded = time.perf_counter() - start
+        record(handover_seconds=loaded)
         if runner is None:  # not found where the worker wrote it (settings differ)
             tier.compile_when_hot("the worker's kernel was not found in the cache")
+            _log.info("the kernel of a %d-step program was not in the cache where the worker "
+                      "wrote it: it will be compiled in this process", steps)
             return
         self.compiled += 1
+        _log.debug("background compile of a %d-step program finished: %.3f s in the worker "
+                   "(compiled or read from the disk cache), loaded here in %.3f s", steps,
+                   seconds, loaded)
         tier.ready(runner)
 
     def _ask(self, worker: subprocess.Popen, request: tuple) -> Any | None:
