@@ -347,3 +347,21 @@ def test_numpy_tier_is_as_silent_as_the_kernel_about_infinities():
         warnings.simplefilter("error")
         value, grad = run(x)  # log(0), 1/0, log(-1): no RuntimeWarning
     assert np.isnan(value) and np.isnan(grad[0]) and grad[1] == 0.0 and grad[2] == 0.25
+
+
+def test_a_program_the_compiler_let_go_compiles_here_at_its_hand_over(eager, own_worker,
+                                                                      monkeypatch):
+    """A program queued when the background compiler shuts down (or in a forked child,
+    whose copy of the queue nobody serves) is compiled in this process at its hand-over
+    call, instead of waiting there for a kernel that will never come."""
+    monkeypatch.setattr(background.Compiler, "_manage", lambda self: None)  # never served
+    monkeypatch.setattr(auto, "WAIT_SECONDS", 60.0)
+    run = compile_program(_program(rosen, 19), "auto")
+    x = np.linspace(-0.5, 0.5, 19)
+    run(x)  # sent to the compiler
+    assert run.tier.state == "queued" and background.tracking(run.tier)
+    background.shutdown()
+    assert not background.tracking(run.tier)
+    got = run(x)  # the hand-over call
+    assert run.tier.state == "ready" and "let it go" in run.tier.reason
+    np.testing.assert_allclose(got[1], compile_program(run.program, "numpy")(x)[1], rtol=1e-13)

@@ -194,7 +194,11 @@ class Tier:
 
         background.hurry()
         start = time.perf_counter()
-        self._outcome.wait(WAIT_SECONDS)
+        while not self._outcome.wait(0.05) and time.perf_counter() - start < WAIT_SECONDS:
+            if not background.tracking(self) and not self._outcome.is_set():
+                # shut down, or a forked child's copy of its parent's queue: nobody will
+                # compile it in the background
+                self.compile_when_hot("the background compiler let it go")
         waited = time.perf_counter() - start
         self.waiting = False
         record(handover_wait_seconds=waited)

@@ -242,6 +242,7 @@ class Compiler:
         self.lock = threading.Condition()
         self.pending: list[_Job] = []
         self.in_flight = 0
+        self.current: Tier | None = None  # the tier being compiled now
         self.closing = False
         self.usable = True  # False once no worker can run: tiers compile in-process
         self.crashes = 0
@@ -320,6 +321,7 @@ class Compiler:
                     start, self._want_worker = self._want_worker, False
                 else:
                     self.in_flight += 1
+                    self.current = tier
             if tier is None:
                 if start:
                     self._ensure_worker()
@@ -332,6 +334,7 @@ class Compiler:
                 del tier
                 with self.lock:
                     self.in_flight -= 1
+                    self.current = None
                     self.lock.notify_all()
 
     def _compile(self, tier: Tier) -> None:
@@ -556,6 +559,16 @@ def wait(timeout: float | None = None) -> bool:
     return current.wait(timeout)
 
 
+def tracking(tier: Tier) -> bool:
+    """Whether this process's compiler still has ``tier`` queued or compiling (``False``
+    after a shutdown, or in a forked child for its parent's programs)."""
+    current = _COMPILER
+    if current is None or current.pid != os.getpid():
+        return False
+    with current.lock:
+        return current.current is tier or any(j.tier() is tier for j in current.pending)
+
+
 def hurry() -> None:
     """A caller waits at a hand-over call: let the manager pick its program next."""
     current = _COMPILER
@@ -613,4 +626,4 @@ if hasattr(os, "register_at_fork"):
                         after_in_child=_forget_after_fork)
 
 __all__ = ["ENV_VAR", "LOG_ENV", "Compiler", "activity", "compiler", "dumps_program", "enabled",
-           "hurry", "loads_program", "prewarm", "serve", "shutdown", "submit", "wait"]
+           "hurry", "loads_program", "tracking", "prewarm", "serve", "shutdown", "submit", "wait"]
