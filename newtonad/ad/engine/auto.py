@@ -385,15 +385,6 @@ def compile_auto(program: Program) -> Callable[..., tuple]:
     return _runner(_tier_of(program), None)
 
 
-def wait_compiled(timeout: float | None = None) -> bool:
-    """Block until every program sent to the background compiler is compiled (or given
-    up); ``False`` on timeout. For benchmarks and tests that want the compiled tier."""
-    from . import background
-
-    return background.wait(timeout)
-
-
 register("auto", compile_auto)
 
-__all__ = ["MAX_STEPS", "WAIT_SECONDS", "SUBMIT_CALLS", "SUBMIT_SECONDS", "Tier", "compile_auto",
-           "wait_compiled"]
+__all__ = ["MAX_STEPS", "WAIT_SECONDS", "SUBMIT_CALLS", "SUBMIT_SECONDS", "Tier", "compile_auto"]
