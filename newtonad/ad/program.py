@@ -22,12 +22,32 @@ import numpy as np
 Shape = tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Slot:
     """The abstract value held by a slot: a shape and a dtype name."""
 
     shape: Shape
     dtype: str = "float64"
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # every pass hashes the slots of every step (shape-rule memo keys): hash once
+        object.__setattr__(self, "_hash", hash((self.shape, self.dtype)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not Slot:
+            return NotImplemented
+        return self._hash == other._hash and self.shape == other.shape \
+            and self.dtype == other.dtype  # type: ignore[attr-defined]
+
+    def __reduce__(self) -> tuple:
+        # rebuilt, not restored: string hashes differ between processes
+        return (Slot, (self.shape, self.dtype))
 
     @property
     def ndim(self) -> int:
@@ -105,6 +125,10 @@ def output_slot(primitive: Any, in_slots: tuple[Slot, ...], params: Any) -> Slot
     constant arrays, which the cache would keep alive); errors of the rule are raised,
     never cached.
     """
+    if not params and in_slots:  # most steps: no params, one dictionary lookup
+        hit = _SHAPES.get((primitive, in_slots))
+        if hit is not None:
+            return hit
     items = tuple(params.items()) if isinstance(params, dict) else params
     if not in_slots or any(v.__class__ is ArrayConst for _, v in items):
         # constants: a cheap rule, and the cache must not keep their arrays alive
