@@ -29,6 +29,7 @@ from .api import (
     value_and_grad,
     vjp,
 )
+from .fallback import TraceFallbackWarning
 
 # least_squares imports scipy only when called; the function shadows its module's name
 from .least_squares import least_squares
@@ -62,7 +63,7 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = ["FiniteSum", "Objective", "Program", "TracerBoolError", "Var", "grad", "hessian",
-           "hessian_sparsity", "hvp", "jacobian", "jacobian_sparsity", "jvp", "least_squares",
-           "linearize",
-           "minimize", "numpy", "problems", "trace", "value_and_grad", "vjp"]
+__all__ = ["FiniteSum", "Objective", "Program", "TraceFallbackWarning", "TracerBoolError", "Var",
+           "grad", "hessian", "hessian_sparsity", "hvp", "jacobian", "jacobian_sparsity", "jvp",
+           "least_squares", "linearize", "minimize", "numpy", "problems", "trace",
+           "value_and_grad", "vjp"]

@@ -21,7 +21,9 @@ from typing import Any, Callable
 import numpy as np
 
 from . import api
+from ._static_args import bind_static
 from .api import jacobian_sparsity, jvp, vjp
+from .fallback import is_real_array, probe, warn_fallback
 
 #: Jacobians with at most this many entries are always computed dense.
 SMALL_ENTRIES = 10_000
@@ -30,16 +32,20 @@ SPARSE_DENSITY = 0.2
 _SCIPY_JAC_METHODS = ("2-point", "3-point", "cs")
 
 
-def least_squares(fun: Callable, x0: Any, args: tuple = (), *, jac: Any = None,
-                  engine: str | None = None, **kwargs: Any) -> Any:
+def least_squares(fun: Callable, x0: Any, jac: Any = None, bounds: Any = (-np.inf, np.inf),
+                  method: str = "trf", ftol: Any = 1e-8, xtol: Any = 1e-8, gtol: Any = 1e-8,
+                  x_scale: Any = None, loss: Any = "linear", f_scale: float = 1.0,
+                  diff_step: Any = None, tr_solver: Any = None, tr_options: Any = None,
+                  jac_sparsity: Any = None, max_nfev: Any = None, verbose: int = 0,
+                  args: Any = (), kwargs: Any = None, callback: Any = None,
+                  workers: Any = None, *, engine: str | None = None) -> Any:
     """Solve a nonlinear least-squares problem with scipy and an exact Jacobian.
 
-    A drop-in for ``scipy.optimize.least_squares``: every keyword (``method``,
-    ``bounds``, ``loss``, ``f_scale``, ``x_scale``, ``max_nfev``, ``ftol``, ``xtol``,
-    ``gtol``, ``diff_step``, ``tr_solver``, ``tr_options``, ``jac_sparsity``,
-    ``verbose``, ``kwargs``, ``callback``, ...) goes to scipy unchanged; only ``jac`` is
-    supplied, as a dense array, a sparse array recovered by colouring, or a matrix-free
-    ``LinearOperator`` (see the module docstring).
+    A drop-in for ``scipy.optimize.least_squares``: the same parameters in the same
+    positional order, each going to scipy unchanged; only the default of ``jac``
+    differs -- ``None``, newtonad's exact Jacobian, supplied as a dense array, a sparse
+    array recovered by colouring, or a matrix-free ``LinearOperator`` (see the module
+    docstring) -- where scipy's is ``'2-point'``.
 
     Parameters
     ----------
@@ -47,22 +53,36 @@ def least_squares(fun: Callable, x0: Any, args: tuple = (), *, jac: Any = None,
         ``fun(x, *args, **kwargs) -> ndarray`` of residuals, in plain NumPy.
     x0 : array_like, shape (n,)
         The starting point.
+    jac : {None, '2-point', '3-point', 'cs', callable}, optional
+        ``None`` (the default): the exact Jacobian by AD. Given, it wins: scipy uses
+        it and newtonad supplies nothing (``'2-point'`` is scipy's own default).
+    bounds, method, ftol, xtol, gtol, x_scale, loss, f_scale, diff_step, tr_solver, \
+tr_options, jac_sparsity, max_nfev, verbose, callback, workers
+        As for ``scipy.optimize.least_squares`` (``callback`` and ``workers`` are
+        passed on only when given).
     args : tuple, optional
-        Extra positional arguments of ``fun``.
-    jac : callable or {'2-point', '3-point', 'cs'}, optional
-        Given, it wins: scipy uses it and newtonad supplies nothing.
+        Extra positional arguments of ``fun`` (a non-tuple is one argument). Python
+        bool / int / float / str values are static while tracing; arrays are data.
+    kwargs : dict, optional
+        Extra keyword arguments of ``fun``.
     engine : str, optional
         The newtonad engine for the derivative programs (default
-        ``newtonad.api.DEFAULT_ENGINE``).
-    **kwargs
-        The other keywords of ``scipy.optimize.least_squares``.
+        ``newtonad.api.DEFAULT_ENGINE``); keyword only.
 
     Returns
     -------
     scipy.optimize.OptimizeResult
         The result of scipy. Besides scipy's fields it has ``jac_mode`` (``"dense"``,
-        ``"sparse"``, ``"operator"`` or ``"user"``) and ``jac_sparsity`` (the
-        structural pattern when it was computed, else None).
+        ``"sparse"``, ``"operator"``, ``"user"``, or ``"fallback"`` when ``fun`` could
+        not be traced) and ``jac_sparsity`` (the structural pattern when it was
+        computed, else None).
+
+    Warns
+    -----
+    TraceFallbackWarning
+        When ``fun`` cannot be traced (``float(x[0])``, an ``if`` on a value, an
+        unsupported function) but evaluates: it then runs as in scipy, with
+        ``jac='2-point'``.
 
     Raises
     ------
@@ -80,16 +100,23 @@ def least_squares(fun: Callable, x0: Any, args: tuple = (), *, jac: Any = None,
     >>> np.round(res.x, 6), res.jac_mode
     (array([1., 1.]), 'dense')
     """
-    from scipy import optimize
-
     if not callable(fun):
         raise TypeError(f"fun must be callable (the residual function), got "
                         f"{type(fun).__name__}")
+    args = args if isinstance(args, tuple) else (args,)
+    options = {"bounds": bounds, "method": method, "ftol": ftol, "xtol": xtol, "gtol": gtol,
+               "x_scale": x_scale, "loss": loss, "f_scale": f_scale, "diff_step": diff_step,
+               "tr_solver": tr_solver, "tr_options": tr_options,
+               "jac_sparsity": jac_sparsity, "max_nfev": max_nfev, "verbose": verbose,
+               "kwargs": kwargs}
+    options.update({name: value for name, value in (("callback", callback),
+                                                     ("workers", workers))
+                    if value is not None})
     if jac is not None:
         if not (callable(jac) or (isinstance(jac, str) and jac in _SCIPY_JAC_METHODS)):
             raise TypeError(f"jac must be a callable or one of {_SCIPY_JAC_METHODS}, got "
                             f"{jac!r}; omit it to let newtonad supply the exact Jacobian")
-        res = optimize.least_squares(fun, x0, jac=jac, args=args, **kwargs)
+        res = _scipy()(fun, x0, jac=jac, args=args, **options)
         res.jac_mode, res.jac_sparsity = "user", None
         return res
     if np.iscomplexobj(x0):
@@ -98,12 +125,54 @@ def least_squares(fun: Callable, x0: Any, args: tuple = (), *, jac: Any = None,
     if x0.ndim > 1:
         raise ValueError(f"x0 must have at most 1 dimension, got shape {x0.shape}; "
                          f"pass x0.ravel() and reshape inside fun")
-    extra = kwargs.get("kwargs") or {}
-    residuals = _bind_keywords(fun, extra)
-    provider = _JacobianProvider(residuals, x0, tuple(args), engine or api.DEFAULT_ENGINE,
-                                 kwargs)
-    res = optimize.least_squares(provider.fun, x0, jac=provider.jac, args=args, **kwargs)
+    residuals, data = bind_static(_bind_keywords(fun, kwargs or {}), args)
+    fallback = _probe(fun, residuals, x0, args, data, kwargs or {})
+    if fallback is not None:
+        return _least_squares_directly(fun, x0, args, options, fallback)
+    provider = _JacobianProvider(residuals, x0, data, engine or api.DEFAULT_ENGINE, options)
+    res = _scipy()(provider.fun, x0, jac=provider.jac, args=args, **options)
     res.jac_mode, res.jac_sparsity = provider.mode, provider.pattern
+    return res
+
+
+def _scipy() -> Callable:
+    """scipy's own least_squares, from its defining module (so that a replacement of
+    ``scipy.optimize.least_squares`` by this function does not call itself)."""
+    try:
+        from scipy.optimize._lsq.least_squares import least_squares as scipy_least_squares
+    except ImportError:  # pragma: no cover - a scipy that moved it
+        from scipy.optimize import least_squares as scipy_least_squares
+    return scipy_least_squares
+
+
+def _probe(fun: Callable, residuals: Callable, x0: np.ndarray, args: tuple, data: tuple,
+           kwargs: dict) -> Any:
+    """``None`` when the residuals trace at ``x0``, else the fallback (:mod:`.fallback`)."""
+    from ._programs import as_data, traced_at
+
+    def trace() -> Any:
+        return traced_at(residuals, x0, tuple(as_data(a) for a in data), scalar=False)
+    return probe(trace, lambda: fun(x0.copy(), *args, **kwargs), is_real_array)
+
+
+def _least_squares_directly(fun: Callable, x0: np.ndarray, args: tuple, options: dict,
+                            fallback: Any) -> Any:
+    """scipy's least_squares on ``fun`` itself with ``jac='2-point'``, after one
+    :class:`~newtonad.TraceFallbackWarning`; the direct call at ``x0`` made while
+    probing is scipy's first evaluation there."""
+    warn_fallback(getattr(fun, "__name__", type(fun).__name__), fallback,
+                  "scipy's '2-point' finite differences for the Jacobian", stacklevel=3)
+    kept = [x0.tobytes(), fallback.value]
+
+    def once_kept(x: np.ndarray, *a: Any, **kw: Any) -> Any:
+        if kept and np.asarray(x).tobytes() == kept[0]:
+            value = kept[1]
+            kept.clear()
+            return value
+        kept.clear()
+        return fun(x, *a, **kw)
+    res = _scipy()(once_kept, x0, jac="2-point", args=args, **options)
+    res.jac_mode, res.jac_sparsity = "fallback", None
     return res
 
 

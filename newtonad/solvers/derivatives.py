@@ -42,8 +42,8 @@ from .finite_diff import (
     hessian_product_by_differences,
 )
 
-__all__ = ["CombinedObjective", "HessianFallbackWarning", "jac_kind", "hess_kind",
-           "check_hessp", "gives_derivatives"]
+__all__ = ["CombinedObjective", "DirectObjective", "HessianFallbackWarning", "jac_kind",
+           "hess_kind", "check_hessp", "gives_derivatives"]
 
 
 class HessianFallbackWarning(UserWarning):
@@ -247,10 +247,11 @@ class CombinedObjective:
         self._calls["nfev"] += 1
         if self._protocol:
             return float(self._fun.fun(x))
-        return _scalar(self._fun(x, *self.args), x.shape)
+        # a copy, as scipy passes (a fun that writes into x must not move the iterate)
+        return _scalar(self._fun(x.copy(), *self.args), x.shape)
 
     def _with_fun(self, x: np.ndarray, cache: dict) -> None:
-        out = self._fun(x, *self.args)
+        out = self._fun(x.copy(), *self.args)
         if not (isinstance(out, tuple) and len(out) == 2):
             raise ValueError(f"with jac=True, fun(x) must return a tuple (f, gradient); it "
                              f"returned {type(out).__name__} {_short(out)}")
@@ -275,7 +276,8 @@ class CombinedObjective:
                     cache["f"] = self._user_value(x)
                 self._calls["njev"] += 1
                 if kind == "callable":
-                    cache["g"] = np.array(self.given["jac"](x, *self.args), dtype=np.float64)
+                    cache["g"] = np.array(self.given["jac"](x.copy(), *self.args),
+                                          dtype=np.float64)
                 else:
                     cache["g"] = self._fd_gradient(x, cache["f"])
         g = cache["g"]  # a wrong size is reported by the solver, naming both shapes
@@ -304,6 +306,13 @@ class CombinedObjective:
                 cache["f"] = self._user_value(x)
         return cache["f"]
 
+    def seed(self, x: np.ndarray, value: Any) -> None:
+        """Take ``value = fun(x)``, already called by the caller, as the value at ``x``
+        (counted once), so the solver's first evaluation there costs no call."""
+        if self.jac_kind in ("callable", "fd") and not self._protocol and np.size(value) == 1:
+            self._calls["nfev"] += 1
+            self._values.at(np.array(x, dtype=np.float64))["f"] = _scalar(value, x.shape)
+
     def jac(self, x: np.ndarray) -> np.ndarray:
         """``∇f(x)``, shaped like ``x``."""
         if self.jac_kind == "ad":
@@ -323,7 +332,7 @@ class CombinedObjective:
             n = x.size
             kind = self.hess_kind
             if kind == "callable":
-                h = self.given["hess"](x, *self.args)
+                h = self.given["hess"](x.copy(), *self.args)
                 if not (issparse(h) or isinstance(h, LinearOperator)):
                     h = np.asarray(h, dtype=np.float64)
                     if h.size != n * n:
@@ -349,6 +358,7 @@ class CombinedObjective:
     def _quasi_newton(self, x: np.ndarray) -> Any:
         """The strategy's matrix, updated with the secant pair from the last point asked."""
         strategy = self._strategy
+        assert strategy is not None  # hess_kind "update" set it
         if not self._strategy_ready:
             strategy.initialize(x.size, "hess")
             self._strategy_ready = True
@@ -384,7 +394,8 @@ class CombinedObjective:
         def apply(v: np.ndarray) -> np.ndarray:
             if v.shape == x.shape:
                 calls["nhessp"] += 1
-                return np.asarray(hessp(x, v, *args), dtype=np.float64).reshape(v.shape)
+                return np.asarray(hessp(x.copy(), v, *args),
+                                  dtype=np.float64).reshape(v.shape)
             columns = [apply(np.ascontiguousarray(v[..., j])) for j in range(v.shape[-1])]
             return np.stack(columns, axis=-1)
         return apply
@@ -516,3 +527,38 @@ class CombinedObjective:
     def nhvp(self) -> int:
         """Hessian-vector products formed, however (columns of dense Hessians included)."""
         return self._calls["nhvp"]
+
+
+class DirectObjective:
+    """``fun`` called directly, as scipy calls it: the objective of the methods that use
+    no derivative (Nelder-Mead, Powell, COBYLA, COBYQA).
+
+    Nothing is traced, so counters, random draws and any Python code in ``fun`` behave
+    as under scipy. Each call gets a copy of ``x``. The first value asked for, at the
+    start, is kept for one more call at an equal point: scipy's own first evaluation
+    there then costs no call, and the caller's count of calls equals scipy's ``nfev``.
+    """
+
+    given = {"jac": None, "hess": None, "hessp": None}
+
+    def __init__(self, fun: Callable, args: tuple) -> None:
+        self._fun = fun
+        self.args = tuple(args)
+        self._kept: Optional[tuple[bytes, Any]] = None
+        self._first = True
+        self.nfev = 0
+
+    def fun(self, x: np.ndarray) -> Any:
+        """``fun(x, *args)`` as ``fun`` returns it (scipy checks it is a scalar)."""
+        x = np.asarray(x)
+        if self._kept is not None:
+            key, value = self._kept
+            self._kept = None
+            if key == x.tobytes():
+                return value
+        self.nfev += 1
+        value = self._fun(x.copy(), *self.args)
+        if self._first:
+            self._first = False
+            self._kept = (x.tobytes(), value)
+        return value

@@ -6,16 +6,30 @@ import warnings
 from typing import Any, Callable, Optional, Union
 
 import numpy as np
-from scipy.optimize import OptimizeResult
+from scipy.optimize import BFGS, OptimizeResult, OptimizeWarning
 from scipy.sparse import issparse
 
 from . import monitor
-from .derivatives import CombinedObjective, check_hessp, gives_derivatives, hess_kind, jac_kind
-from .monitor import wrap_callback
+from .derivatives import (
+    CombinedObjective,
+    DirectObjective,
+    check_hessp,
+    gives_derivatives,
+    hess_kind,
+    jac_kind,
+)
+from .monitor import Status, wrap_callback
 from .options import NATIVE_METHODS, check_options_type, check_tol, parse_options
 from .problem import FlatProblem, check_x0, has_objective_protocol
-from .scipy_bridge import SCIPY_METHODS, minimize_with_scipy, uses_gradient
-from .start import scipy_start_failure, start_failure, start_message
+from .scipy_bridge import (
+    _HESS,
+    _HESSP,
+    _NO_JAC,
+    SCIPY_METHODS,
+    minimize_with_scipy,
+    uses_gradient,
+)
+from .start import clipped_start, scipy_start_failure, start_failure, start_message
 
 __all__ = ["minimize", "choose_method", "DEFAULT_METHOD"]
 
@@ -42,10 +56,13 @@ def _make_ad(args: tuple) -> Callable[[Callable], Any]:
     return make
 
 
-def _as_objective(fun: Any, args: tuple, jac: Any, hess: Any, hessp: Any) -> Any:
+def _as_objective(fun: Any, args: tuple, jac: Any, hess: Any, hessp: Any,
+                  direct: bool = False) -> Any:
     """The objective the solvers see.
 
     ``fun`` itself if it already is an objective and no derivative is given,
+    a :class:`.DirectObjective` (``fun`` called as scipy calls it, never traced) when
+    ``direct`` (a derivative-free method) and no gradient is given,
     ``Objective(fun, args)`` (all derivatives by AD) if no derivative is given,
     else a :class:`.CombinedObjective` of the caller's derivatives and AD.
     """
@@ -57,9 +74,66 @@ def _as_objective(fun: Any, args: tuple, jac: Any, hess: Any, hessp: Any) -> Any
         raise TypeError(f"fun must be a callable fun(x, *args) -> float or an objective with "
                         f"fun/jac/hessp, got {type(fun).__name__} {_short_repr(fun)}; pass the "
                         f"function itself, nad.minimize(fun, x0), not its value fun(x0)")
+    if direct and not protocol and jac_kind(jac) == "ad":
+        return DirectObjective(fun, args)
     if gives_derivatives(jac, hess, hessp):
         return CombinedObjective(fun, args, jac, hess, hessp, _make_ad(args), protocol)
     return fun if protocol else _make_ad(args)(fun)
+
+
+def _no_ad(f: Callable) -> Any:
+    raise RuntimeError("the finite-difference objective of an untraceable fun asked for AD "
+                       "derivatives; this is a bug in newtonad")
+
+
+def _uses_hessian(meth: str) -> bool:
+    """Whether ``meth`` (a native name, a scipy name or ``"_custom"``) takes a Hessian."""
+    return meth in NATIVE_METHODS or meth in _HESS or meth in _HESSP or meth == "_custom"
+
+
+def _traceable(objective: Any, fun: Any, args: tuple, x: np.ndarray) -> Any:
+    """``None`` when AD can trace ``fun`` at ``x`` (or AD gives no derivative here), else
+    the :class:`~newtonad.fallback.Fallback` with the value of a direct call."""
+    from newtonad._programs import traced_at
+    from newtonad.fallback import is_real_scalar, probe
+    from newtonad.objective import Objective
+
+    ad = objective
+    if isinstance(objective, CombinedObjective):
+        if objective.jac_kind != "ad" or has_objective_protocol(fun):
+            return None
+        ad = objective.ad
+    if not isinstance(ad, Objective):
+        return None
+    return probe(lambda: traced_at(ad.f, x, ad.args, scalar=True),
+                 lambda: fun(x.copy(), *args), is_real_scalar)
+
+
+def _fallback_objective(fun: Any, args: tuple, hess: Any, hessp: Any, meth: str,
+                        x: np.ndarray, fallback: Any) -> CombinedObjective:
+    """The objective of an untraceable ``fun``: called directly, scipy's ``'2-point'``
+    gradient and, where ``meth`` takes a Hessian and the caller gave none, a quasi-Newton
+    ``BFGS()`` one; one :class:`~newtonad.TraceFallbackWarning`."""
+    from newtonad.fallback import warn_fallback
+
+    quasi_newton = hess is None and hessp is None and _uses_hessian(meth)
+    objective = CombinedObjective(fun, args, "2-point", BFGS() if quasi_newton else hess,
+                                  hessp, _no_ad, False)
+    objective.seed(x, fallback.value)
+    instead = "scipy's '2-point' finite differences for the gradient" + (
+        " and a quasi-Newton BFGS() Hessian" if quasi_newton else "")
+    warn_fallback(getattr(fun, "__name__", type(fun).__name__), fallback, instead,
+                  stacklevel=3)
+    return objective
+
+
+def _warn_unsuccessful(meth: str, res: OptimizeResult, opts: dict) -> None:
+    """scipy's warning for a native run that stopped short, when ``disp`` is on: an
+    ``OptimizeWarning`` for newton-cg, a ``RuntimeWarning`` for the trust methods."""
+    if not opts.get("disp") or res.success or res.status == Status.NONFINITE_START:
+        return
+    category = OptimizeWarning if meth == "newton-cg" else RuntimeWarning
+    warnings.warn(str(res.message), category, stacklevel=3)
 
 
 #: newtonad's choice when neither bounds nor constraints are given (scipy's is BFGS)
@@ -318,14 +392,19 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
     if not isinstance(args, tuple):
         args = (args,)
     method = choose_method(method, bounds, constraints)
-    objective = _as_objective(fun, args, jac, hess, hessp)
+    meth = "_custom" if callable(method) else str(method).lower()
+    native = meth in NATIVE_METHODS
+    meth = meth.removeprefix("scipy:")
+    objective = _as_objective(fun, args, jac, hess, hessp, direct=meth in _NO_JAC)
+    x_start = x0 if native else clipped_start(x0, bounds)
+    fallback = _traceable(objective, fun, args, x_start)
+    if fallback is not None:
+        objective = _fallback_objective(fun, args, hess, hessp, meth, x_start, fallback)
+        jac = "2-point"
     if callable(method):
         return _delegate(objective, x0, method, "_custom", jac, tol=tol, options=options,
                          callback=callback, bounds=bounds, constraints=constraints)
-    meth = str(method).lower()
-    if meth.startswith("scipy:"):
-        meth = meth[len("scipy:"):]
-    elif meth in NATIVE_METHODS:
+    if native:
         if bounds is not None:
             warnings.warn(f"Method {method} cannot handle bounds.", RuntimeWarning, stacklevel=2)
         if constraints is not None and not (isinstance(constraints, (list, tuple))
@@ -336,6 +415,7 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         problem = FlatProblem(objective, x0.shape, dense_hessian_count=meth == "trust-exact")
         res = _run_native(meth, problem, x0.reshape(-1), opts,
                           wrap_callback(callback, problem.unflatten))
+        _warn_unsuccessful(meth, res, opts)
         if "hess" in res and not issparse(res["hess"]):  # the sparse path's stays (n, n)
             res["hess"] = res["hess"].reshape(x0.shape + x0.shape)
         return res
