@@ -25,9 +25,9 @@ import math
 from ..program import Program
 
 #: Seconds of interpreter overhead per NumPy step (a ufunc call and its dispatch).
-STEP_SECONDS = 4e-6
+STEP_SECONDS = 3e-6
 #: Seconds per element a step reads or writes.
-ELEMENT_SECONDS = 1.0e-9
+ELEMENT_SECONDS = 1.5e-9
 #: Seconds per multiply-add of a contraction or a decomposition (BLAS and LAPACK).
 FLOP_SECONDS = 1e-9
 #: Seconds of a background compile of a small program (its worker's start-up included).
