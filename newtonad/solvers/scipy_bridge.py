@@ -123,8 +123,16 @@ class _Flat:
         return lambda x: fn(self.x(x), *args)
 
     def rows(self, fn: Callable, *args: Any) -> Callable:
-        """A Jacobian-valued ``fn`` as a function of flat ``x`` returning (m, n)."""
-        return lambda x: np.asarray(fn(self.x(x), *args), dtype=np.float64).reshape(-1, self.n)
+        """A Jacobian-valued ``fn`` as a function of flat ``x`` returning (m, n).
+
+        A scipy sparse matrix or array, or a ``LinearOperator``, is passed on as it is
+        (scipy's constrained methods take them); a dense result is reshaped."""
+        def jac_rows(x: np.ndarray) -> Any:
+            out = fn(self.x(x), *args)
+            if issparse(out) or isinstance(out, LinearOperator):
+                return out
+            return np.asarray(out, dtype=np.float64).reshape(-1, self.n)
+        return jac_rows
 
 
 class ConstraintFallbackWarning(UserWarning):
@@ -425,11 +433,14 @@ def minimize_with_scipy(objective: Any, x0: np.ndarray, method: Any, *, tol: Opt
         if sparse_hess is not None:
             kwargs.pop("hessp", None)
             kwargs["hess"] = sparse_hess
-    if bounds is not None:
-        kwargs["bounds"] = _prepare_bounds(bounds, flat)
-    cons = _prepare_constraints(constraints, meth, flat, x0.ravel())
-    if cons:
-        kwargs["constraints"] = cons
+    if meth == "_custom":  # scipy hands a custom method bounds and constraints untouched
+        kwargs["bounds"], kwargs["constraints"] = bounds, constraints
+    else:
+        if bounds is not None:
+            kwargs["bounds"] = _prepare_bounds(bounds, flat)
+        cons = _prepare_constraints(constraints, meth, flat, x0.ravel())
+        if cons:
+            kwargs["constraints"] = cons
     res = scipy_minimize(flat.fun(objective.fun), x0.ravel(), method=method, tol=tol,
                          options=options, callback=_prepare_callback(callback, flat), **kwargs)
     if not flat.trivial:
