@@ -65,3 +65,33 @@ def test_auto_reusing_outputs_sibling(monkeypatch):
     np.testing.assert_allclose(b, 3 * x2 ** 2, rtol=1e-14)
     fresh = run(x1)[1]
     assert fresh is not run(x1)[1]  # the original runner still returns fresh arrays
+
+
+def test_when_a_program_switches_is_counted_in_calls_never_timed(monkeypatch):
+    """The tier's decisions read no clock: the call that sends a program to be compiled
+    and its hand-over call follow from the cost models alone, so every run makes them at
+    the same calls (and gives the same bits)."""
+    import math
+
+    from newtonad.ad.engine import tier_costs
+
+    class NoClock:
+        def perf_counter(self):
+            raise AssertionError("the auto engine read the clock")
+
+    monkeypatch.setenv("NEWTONAD_BACKGROUND", "0")  # compiled here, at the hand-over call
+    monkeypatch.setattr(auto, "time", NoClock())
+    monkeypatch.setattr(tier_costs, "COMPILE_BASE_SECONDS", 0.2)  # fewer calls to make
+    program = value_and_grad_program(nad.trace(lambda x: np.sum(np.exp(x) * x), np.ones(300)))
+    cost = tier_costs.numpy_seconds(program)
+    sent = max(auto.SUBMIT_CALLS, math.ceil(auto.SUBMIT_SECONDS / cost - 1e-9))
+    handover = sent + max(1, math.ceil(tier_costs.compile_seconds(program) / cost))
+    run = compile_program(program, "auto")
+    x = np.linspace(-1, 1, 300)
+    for call in range(1, handover):
+        run(x)
+        assert run.tier.state == ("cold" if call < sent else "in-process"), call
+    assert run.tier.handover == handover
+    got = run(x)  # the hand-over call
+    assert run.tier.state == "ready"
+    np.testing.assert_allclose(got[1], np.exp(x) * (1 + x), rtol=1e-14)
