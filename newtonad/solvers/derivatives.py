@@ -531,34 +531,47 @@ class CombinedObjective:
 
 class DirectObjective:
     """``fun`` called directly, as scipy calls it: the objective of the methods that use
-    no derivative (Nelder-Mead, Powell, COBYLA, COBYQA).
+    no derivative (Nelder-Mead, Powell, COBYLA, COBYQA), and of scipy's methods that
+    difference an untraceable ``fun`` themselves.
 
     Nothing is traced, so counters, random draws and any Python code in ``fun`` behave
-    as under scipy. Each call gets a copy of ``x``. The first value asked for, at the
-    start, is kept for one more call at an equal point: scipy's own first evaluation
-    there then costs no call, and the caller's count of calls equals scipy's ``nfev``.
+    as under scipy. Each call gets a copy of ``x``. The value at the start, asked for by
+    newtonad's start check before scipy runs, is kept for scipy's own first evaluation
+    there, which then costs no call: the caller's count of calls equals scipy's ``nfev``.
     """
 
     given = {"jac": None, "hess": None, "hessp": None}
+    #: read by the scipy bridge: scipy differences ``fun`` itself (its jac=None default)
+    direct = True
 
     def __init__(self, fun: Callable, args: tuple) -> None:
         self._fun = fun
         self.args = tuple(args)
-        self._kept: Optional[tuple[bytes, Any]] = None
+        self._kept: Optional[list] = None  # [point's bytes, value, uses left]
         self._first = True
         self.nfev = 0
+
+    def seed(self, x: np.ndarray, value: Any) -> None:
+        """Take ``value = fun(x)``, already called by the caller, as the value at the
+        start, for the start check and scipy's first evaluation."""
+        self.nfev += 1
+        self._first = False
+        self._kept = [np.asarray(x, dtype=np.float64).tobytes(), value, 2]
 
     def fun(self, x: np.ndarray) -> Any:
         """``fun(x, *args)`` as ``fun`` returns it (scipy checks it is a scalar)."""
         x = np.asarray(x)
-        if self._kept is not None:
-            key, value = self._kept
+        kept = self._kept
+        if kept is not None:
+            if kept[0] == x.tobytes():
+                kept[2] -= 1
+                if kept[2] == 0:
+                    self._kept = None
+                return kept[1]
             self._kept = None
-            if key == x.tobytes():
-                return value
         self.nfev += 1
         value = self._fun(x.copy(), *self.args)
         if self._first:
             self._first = False
-            self._kept = (x.tobytes(), value)
+            self._kept = [x.tobytes(), value, 1]
         return value

@@ -35,7 +35,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from .._stack import user_stacklevel
 
-__all__ = ["minimize_with_scipy", "SCIPY_METHODS", "ConstraintFallbackWarning",
+__all__ = ["minimize_with_scipy", "SCIPY_METHODS", "FD_JAC_METHODS", "ConstraintFallbackWarning",
            "_constraint_derivatives", "uses_gradient"]
 
 #: scipy.optimize.minimize's methods (scipy 1.10 – 1.17)
@@ -50,6 +50,7 @@ _HESS = frozenset({"dogleg", "trust-exact"})
 #: which take the gradient as a finite-difference keyword, and the Hessian as a keyword or a
 #: HessianUpdateStrategy (scipy's lists in _minimize.py and the methods' own checks)
 _FD_JAC = frozenset({"trust-constr", "bfgs", "cg", "l-bfgs-b", "tnc", "slsqp"})
+FD_JAC_METHODS = _FD_JAC
 _HESS_KEYWORDS = frozenset({"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"})
 # which use constraint Jacobians, and the Hessian of the constraints' Lagrangian term
 _CONSTRAINT_JAC = frozenset({"slsqp", "trust-constr", "_custom"})
@@ -329,7 +330,9 @@ def _derivative_kwargs(objective: Any, meth: str, flat: _Flat, method: Any) -> d
     given = getattr(objective, "given", {"jac": None, "hess": None, "hessp": None})
     jac, hess, hessp = given["jac"], given["hess"], given["hessp"]
     kwargs: dict[str, Any] = {}
-    if meth in _NO_JAC:
+    if meth in _FD_JAC and getattr(objective, "direct", False):
+        pass  # fun called directly: scipy's own default differences, as for jac=None
+    elif meth in _NO_JAC:
         if jac is not None and bool(jac):  # scipy's own warning; fun unpacks (f, g) itself
             warnings.warn(f"Method {method} does not use gradient information (jac).",
                           RuntimeWarning, stacklevel=4)
