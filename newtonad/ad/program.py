@@ -43,7 +43,7 @@ class Slot:
         if other.__class__ is not Slot:
             return NotImplemented
         return self._hash == other._hash and self.shape == other.shape \
-            and self.dtype == other.dtype  # type: ignore[attr-defined]
+            and self.dtype == other.dtype
 
     def __reduce__(self) -> tuple:
         # rebuilt, not restored: string hashes differ between processes

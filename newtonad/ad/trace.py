@@ -90,6 +90,7 @@ def to_program(inputs: Sequence[Var], outputs: Sequence[Var], stop: int = -1
             memo[key] = out
         return out
 
+    pending: set[int] = set()  # Vars on the walk's stack, their arguments not yet recorded
     input_slots = []
     for v in inputs:
         if v.id in slot_of:
@@ -97,20 +98,37 @@ def to_program(inputs: Sequence[Var], outputs: Sequence[Var], stop: int = -1
         slot_of[v.id] = new_slot(v.aval)
         input_slots.append(slot_of[v.id])
     closed: list[Var] = []
-    for var in toposort(outputs, stop):
-        vid = var.id
-        if vid in slot_of:
+    # toposort's depth-first walk with each Var recorded as it is finished (the same
+    # order, one pass instead of a sort and a second loop over every Var)
+    for root in outputs:
+        if root.id in slot_of:
             continue
-        if var.const:
-            slot_of[vid] = add_step(const_p, (), const_params(var.value), var.aval)
-        elif var.creator is None or vid < stop:
-            slot_of[vid] = new_slot(var.aval)
-            input_slots.append(slot_of[vid])
-            closed.append(var)
-        else:
-            op = var.creator
-            slot_of[vid] = add_step(op.primitive, tuple([slot_of[a.id] for a in op.args]),
-                                    op.params, var.aval)
+        stack: list[tuple[Var, bool]] = [(root, False)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            var, expanded = pop()
+            vid = var.id
+            if not expanded:
+                if vid in slot_of or vid in pending:
+                    continue
+                pending.add(vid)
+                push((var, True))
+                op = var.creator
+                if op is not None and vid >= stop:
+                    for arg in reversed(op.args):
+                        if arg.id not in slot_of and arg.id not in pending:
+                            push((arg, False))
+                continue
+            if var.const:
+                slot_of[vid] = add_step(const_p, (), const_params(var.value), var.aval)
+            elif var.creator is None or vid < stop:
+                slot_of[vid] = new_slot(var.aval)
+                input_slots.append(slot_of[vid])
+                closed.append(var)
+            else:
+                op = var.creator
+                slot_of[vid] = add_step(op.primitive, tuple([slot_of[a.id] for a in op.args]),
+                                        op.params, var.aval)
     program = Program.checked_by_construction(tuple(slots), tuple(steps), tuple(input_slots),
                                               tuple(slot_of[v.id] for v in outputs))
     return program, closed
