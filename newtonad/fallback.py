@@ -57,7 +57,7 @@ class TraceFallbackWarning(UserWarning):
     ...     res = nad.minimize(f, np.array([3.0, 2.0]), method="BFGS")
     >>> [w.category.__name__ for w in caught]
     ['TraceFallbackWarning']
-    >>> np.round(res.x, 4).tolist()
+    >>> (np.round(res.x, 4) + 0.0).tolist()
     [1.0, 0.0]
     """
 

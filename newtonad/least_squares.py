@@ -56,15 +56,43 @@ def least_squares(fun: Callable, x0: Any, jac: Any = None, bounds: Any = (-np.in
     jac : {None, '2-point', '3-point', 'cs', callable}, optional
         ``None`` (the default): the exact Jacobian by AD. Given, it wins: scipy uses
         it and newtonad supplies nothing (``'2-point'`` is scipy's own default).
-    bounds, method, ftol, xtol, gtol, x_scale, loss, f_scale, diff_step, tr_solver, \
-tr_options, jac_sparsity, max_nfev, verbose, callback, workers
-        As for ``scipy.optimize.least_squares`` (``callback`` and ``workers`` are
-        passed on only when given).
+    bounds : 2-tuple of array_like or Bounds, optional
+        As for ``scipy.optimize.least_squares``.
+    method : {'trf', 'dogbox', 'lm'}, optional
+        As for ``scipy.optimize.least_squares``.
+    ftol : float or None, optional
+        As for ``scipy.optimize.least_squares``.
+    xtol : float or None, optional
+        As for ``scipy.optimize.least_squares``.
+    gtol : float or None, optional
+        As for ``scipy.optimize.least_squares``.
+    x_scale : array_like or 'jac', optional
+        As for ``scipy.optimize.least_squares``.
+    loss : str or callable, optional
+        As for ``scipy.optimize.least_squares``.
+    f_scale : float, optional
+        As for ``scipy.optimize.least_squares``.
+    diff_step : None or array_like, optional
+        As for ``scipy.optimize.least_squares``.
+    tr_solver : {None, 'exact', 'lsmr'}, optional
+        As for ``scipy.optimize.least_squares``.
+    tr_options : dict, optional
+        As for ``scipy.optimize.least_squares``.
+    jac_sparsity : None, array_like or sparse matrix, optional
+        As for ``scipy.optimize.least_squares``.
+    max_nfev : None or int, optional
+        As for ``scipy.optimize.least_squares``.
+    verbose : {0, 1, 2}, optional
+        As for ``scipy.optimize.least_squares``.
     args : tuple, optional
         Extra positional arguments of ``fun`` (a non-tuple is one argument). Python
         bool / int / float / str values are static while tracing; arrays are data.
     kwargs : dict, optional
         Extra keyword arguments of ``fun``.
+    callback : callable, optional
+        As for ``scipy.optimize.least_squares``; passed on only when given.
+    workers : int or map-like callable, optional
+        As for ``scipy.optimize.least_squares``; passed on only when given.
     engine : str, optional
         The newtonad engine for the derivative programs (default
         ``newtonad.api.DEFAULT_ENGINE``); keyword only.
@@ -77,13 +105,6 @@ tr_options, jac_sparsity, max_nfev, verbose, callback, workers
         not be traced) and ``jac_sparsity`` (the structural pattern when it was
         computed, else None).
 
-    Warns
-    -----
-    TraceFallbackWarning
-        When ``fun`` cannot be traced (``float(x[0])``, an ``if`` on a value, an
-        unsupported function) but evaluates: it then runs as in scipy, with
-        ``jac='2-point'``.
-
     Raises
     ------
     TypeError
@@ -91,6 +112,13 @@ tr_options, jac_sparsity, max_nfev, verbose, callback, workers
         finite-difference scheme.
     ValueError
         As scipy raises for bad keywords or points.
+
+    Warns
+    -----
+    TraceFallbackWarning
+        When ``fun`` cannot be traced (``float(x[0])``, an ``if`` on a value, an
+        unsupported function) but evaluates: it then runs as in scipy, with
+        ``jac='2-point'``.
 
     Examples
     --------
