@@ -28,7 +28,7 @@ from .gc_pause import gc_paused
 from .primitives.core import Frame, UndefPrimal, const_p
 from .primitives.elementwise import add_any, convert, mul
 from .primitives.structural import broadcast_to, zeros
-from .program import ArrayConst, Program, Slot, Step
+from .program import ArrayConst, Program, Slot, Step, output_slot
 from .remat import choose as choose_residuals
 from .remat import slot_kinds
 from .trace import interpret, to_program
@@ -496,12 +496,25 @@ def rewidth(program: Program, old: int, new: int) -> Program | None:
     slots = tuple(s if old not in s.shape else
                   Slot(tuple(new if n == old else n for n in s.shape), s.dtype)
                   for s in program.slots)
+    steps = []
     try:
-        steps = tuple(Step(s.primitive, s.inputs, _resized(s.params, old, new), s.output)
-                      for s in program.steps)
-        return Program(slots, steps, program.inputs, program.outputs)
-    except (_Fixed, ValueError):
+        for step in program.steps:
+            params = _resized(step.params, old, new)
+            if params != step.params:
+                step = Step(step.primitive, step.inputs, params, step.output)
+            elif slots[step.output] is program.slots[step.output] and all(
+                    slots[i] is program.slots[i] for i in step.inputs):
+                steps.append(step)  # nothing of it resized: its shape rule still holds
+                continue
+            in_slots = tuple(slots[i] for i in step.inputs)
+            if output_slot(step.primitive, in_slots, step.params) != slots[step.output]:
+                return None
+            steps.append(step)
+    except (_Fixed, ValueError, TypeError):
         return None
+    # the order of steps and slots is the template's: only shape rules needed checking
+    return Program.checked_by_construction(slots, tuple(steps), program.inputs,
+                                           program.outputs)
 
 
 # ---- simplification ----------------------------------------------------------------------------
