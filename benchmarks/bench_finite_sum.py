@@ -21,7 +21,9 @@ weak scaling) in one run.
 from __future__ import annotations
 
 import atexit
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -84,10 +86,24 @@ _CLUSTER: dict = {}
 _OBJECTIVES: dict = {}
 
 
+def importable_on_workers():
+    """Put the folder holding ``benchmarks/`` at the end of ``sys.path``.
+
+    The workers unpickle the model functions by reference, by importing
+    ``benchmarks.bench_finite_sum``. asv imports the suite through an import hook of
+    its own, which spawned worker processes do not inherit; they do inherit
+    ``sys.path``. At its end the folder cannot shadow an installed ``newtonad``.
+    """
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.append(root)
+
+
 def cluster_client(workers=WORKERS, **options):
     """A LocalCluster of single-threaded worker processes, one per process run."""
     key = (workers, tuple(sorted(options.items())))
     if key not in _CLUSTER:
+        importable_on_workers()
         from distributed import Client, LocalCluster
 
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
