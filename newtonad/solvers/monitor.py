@@ -4,15 +4,21 @@ A solver owns its loop and its mathematics; the :class:`Monitor` owns the rest:
 the iteration budget and the wall clock, the user's callback with scipy's
 semantics (``StopIteration`` halts the run), the ``disp`` table, ``return_all``,
 and the assembly of the final :class:`scipy.optimize.OptimizeResult`.
+
+Each row of the table is also an :class:`IterationRecord`, handed to the functions
+registered with :func:`watch` whether or not ``disp`` is set: a front end (the
+command line's progress bar and thinned table) reads the numbers, not printed text.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import inspect
 import math
 import time
-from typing import Any, Callable, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 from scipy.optimize import OptimizeResult
@@ -20,7 +26,60 @@ from scipy.optimize import OptimizeResult
 from .problem import FlatProblem
 
 __all__ = ["Status", "Monitor", "wrap_callback", "nonfinite_note", "clock", "past",
-           "DeadlinePassed"]
+           "DeadlinePassed", "IterationRecord", "watch"]
+
+
+@dataclass(frozen=True)
+class IterationRecord:
+    """One row of a native solver's iteration table.
+
+    Attributes
+    ----------
+    k : int
+        Iteration (0 for the starting point).
+    f, gnorm : float
+        Objective value and gradient norm at the iterate.
+    step : float
+        Trust radius or step length; its name is ``step_label``.
+    inner : int
+        Inner (CG or Lanczos) iterations of this step.
+    elapsed : float
+        Seconds since the run started.
+    step_label : str
+        ``"radius"`` or ``"step"``.
+    """
+
+    k: int
+    f: float
+    gnorm: float
+    step: float
+    inner: int
+    elapsed: float
+    step_label: str
+
+
+_WATCHERS: list[Callable[[IterationRecord], None]] = []
+
+
+@contextlib.contextmanager
+def watch(listener: Callable[[IterationRecord], None]) -> Iterator[None]:
+    """Call ``listener(record)`` with every :class:`IterationRecord` of the native runs
+    made inside the ``with`` block (row 0 included; ``disp`` need not be set).
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> rows = []
+    >>> with watch(rows.append):
+    ...     res = nad.minimize(lambda x: np.sum((x - 1.0) ** 2), np.zeros(3))
+    >>> rows[0].k, rows[-1].k == res.nit
+    (0, True)
+    """
+    _WATCHERS.append(listener)
+    try:
+        yield
+    finally:
+        _WATCHERS.remove(listener)
 
 
 def clock() -> float:
@@ -161,10 +220,18 @@ class Monitor:
         if self.disp:
             print(f"{'iter':>6} {'f':>15} {'|g|':>10} {self.step_label:>10} "
                   f"{'cg':>5} {'time(s)':>8}")
-            self._row(0, f, gnorm, step, 0)
+        self._row(0, f, gnorm, step, 0)
 
     def _row(self, k: int, f: float, gnorm: float, step: float, inner: int) -> None:
-        print(f"{k:6d} {f:15.8e} {gnorm:10.3e} {step:10.3e} {inner:5d} {self.elapsed():8.3f}")
+        if not (self.disp or _WATCHERS):
+            return
+        record = IterationRecord(k, float(f), float(gnorm), float(step), int(inner),
+                                 self.elapsed(), self.step_label)
+        for listener in tuple(_WATCHERS):
+            listener(record)
+        if self.disp:
+            print(f"{k:6d} {f:15.8e} {gnorm:10.3e} {step:10.3e} {inner:5d} "
+                  f"{record.elapsed:8.3f}")
 
     def iteration(self, k: int, x: np.ndarray, f: float, gnorm: float, step: float,
                   inner: int) -> Optional[Status]:
@@ -176,8 +243,7 @@ class Monitor:
         self.inner_total += inner
         if self.allvecs is not None:
             self.allvecs.append(x.copy())
-        if self.disp:
-            self._row(k, f, gnorm, step, inner)
+        self._row(k, f, gnorm, step, inner)
         if self.callback is not None:
             try:
                 self.callback(x, f)
