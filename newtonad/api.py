@@ -32,6 +32,7 @@ from ._programs import (
     run_derived,
     traced_at,
 )
+from ._static_args import bind_static
 from .ad import numpy_api as npa
 from .ad import transforms as tf
 from .ad.program import Program
@@ -58,6 +59,7 @@ def _engine(engine: str | None) -> str:
 def _prepare(f: Callable, x: Any, args: Sequence[Any],
              scalar: bool) -> tuple[Any, tuple[Any, ...], Traced]:
     x = as_point(x)
+    f, args = bind_static(f, tuple(args))  # Python scalars and strings: static
     args = tuple(as_data(a) for a in args)
     return x, args, traced_at(f, x, args, scalar)
 
@@ -100,6 +102,7 @@ def trace(f: Callable, x: Any, *args: Any) -> Program:
       return s4
     """
     x = as_point(x)
+    f, args = bind_static(f, tuple(args))
     args = tuple(as_data(a) for a in args)
     return traced_at(f, x, args, scalar=False).program
 
@@ -416,10 +419,11 @@ def jacobian(f: Callable, *, engine: str | None = None, sparse: bool = False) ->
         x_ = as_point(x)
         if is_traced_call(x_, args):
             return _jacobian_traced(f, x_, args)
+        g, args = bind_static(f, args)
         args_ = tuple(as_data(a) for a in args)
-        traced = traced_at(f, x_, args_, scalar=False)
+        traced = traced_at(g, x_, args_, scalar=False)
         if traced.from_outer:
-            return _jacobian_traced(f, x_, args_)
+            return _jacobian_traced(g, x_, args_)
         y_shape = traced.program.out_slots[0].shape
         n, m = x_.size, int(np.prod(y_shape, dtype=np.int64))
         check_dense(m, n, "nad.jacobian", _JACOBIAN_INSTEAD)
@@ -427,12 +431,12 @@ def jacobian(f: Callable, *, engine: str | None = None, sparse: bool = False) ->
         if n <= m:
             for a, b in frame_chunks(n, max(n, m)):
                 E = identity_columns(n, a, b)
-                _, t = jvp(f, x_, E.reshape(x_.shape + (b - a,)), args_, engine=engine)
+                _, t = jvp(g, x_, E.reshape(x_.shape + (b - a,)), args_, engine=engine)
                 out[:, a:b] = t.reshape(m, b - a)
         else:
             for a, b in frame_chunks(m, max(n, m)):
                 E = identity_columns(m, a, b)
-                _, ct = vjp(f, x_, E.reshape(y_shape + (b - a,)), args_, engine=engine)
+                _, ct = vjp(g, x_, E.reshape(y_shape + (b - a,)), args_, engine=engine)
                 out[a:b, :] = ct.reshape(n, b - a).T
         return out.reshape(y_shape + x_.shape)
 
@@ -486,16 +490,18 @@ def hessian(f: Callable, *, engine: str | None = None, sparse: bool = False) -> 
 
     def hess(x, *args):
         x_ = as_point(x)
-        if is_traced_call(x_, args) or traced_at(f, x_, tuple(as_data(a) for a in args),
-                                                 scalar=True).from_outer:
+        if is_traced_call(x_, args):
             return _jacobian_traced(grad(f), x_, args)
+        g, args = bind_static(f, args)
+        if traced_at(g, x_, tuple(as_data(a) for a in args), scalar=True).from_outer:
+            return _jacobian_traced(grad(g), x_, args)
         n = x_.size
         check_dense(n, n, "nad.hessian", HESSIAN_INSTEAD)
         out = np.empty((n, n))
         for a, b in frame_chunks(n, n):
             E = identity_columns(n, a, b)
             frame = E.reshape(x_.shape + (b - a,))
-            out[:, a:b] = hvp(f, x_, frame, args, engine=engine).reshape(n, b - a)
+            out[:, a:b] = hvp(g, x_, frame, args, engine=engine).reshape(n, b - a)
         return out.reshape(x_.shape + x_.shape)
 
     return hess

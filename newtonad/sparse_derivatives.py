@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ._programs import as_data, as_point, is_traced_call, run_derived, traced_at
+from ._static_args import bind_static
 from .ad import transforms as tf
 
 # ---- tracing for a sparse derivative ---------------------------------------------------------
@@ -23,6 +24,7 @@ from .ad import transforms as tf
 def _traced_plain(f: Callable, x: Any, args: Sequence[Any], scalar: bool, what: str):
     """Trace ``f`` for a sparse derivative, which works on arrays, not inside a trace."""
     x_ = as_point(x)
+    f, args = bind_static(f, tuple(args))  # Python scalars and strings: static
     args_ = tuple(as_data(a) for a in args)
     if is_traced_call(x_, args_):
         raise TypeError(f"{what} works on arrays, not inside a trace or on Vars; "
@@ -55,6 +57,7 @@ def _scalar_program(f: Callable, x: Any, args: Sequence[Any], what: str):
 def _array_output_shape(f: Callable, x: Any, args: Sequence[Any]) -> tuple | None:
     """The shape of ``f``'s one array output, or None if it has none (error path only)."""
     try:
+        f, args = bind_static(f, tuple(args))
         traced = traced_at(f, as_point(x), tuple(as_data(a) for a in args), scalar=False)
     except (TypeError, ValueError):
         return None

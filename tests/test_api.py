@@ -118,8 +118,9 @@ def test_data_args_are_inputs_not_constants():
     y = np.ones(10)
     w = rng.standard_normal(3)
     g = nad.grad(logistic)
-    g(w, X1, y, 0.0)
-    program = nad.trace(logistic, w, X1, y, 0.0)
+    lam = np.float64(0.0)  # a NumPy scalar is data (a Python float would be static)
+    g(w, X1, y, lam)
+    program = nad.trace(logistic, w, X1, y, lam)
     assert len(program.inputs) == 4  # w, X, y, lam
     assert all(s.primitive.name != "const" or s.kwargs["value"].__class__ is not object
                for s in program.steps)
@@ -127,7 +128,7 @@ def test_data_args_are_inputs_not_constants():
     from newtonad._programs import TRACES
     n_traces = len(TRACES[logistic])
     z = X2 @ w
-    assert_close(g(w, X2, y, 0.0), -X2.T @ (y / (1 + np.exp(y * z))), 1e-12, 1e-12)
+    assert_close(g(w, X2, y, lam), -X2.T @ (y / (1 + np.exp(y * z))), 1e-12, 1e-12)
     assert len(TRACES[logistic]) == n_traces
 
 
@@ -258,3 +259,31 @@ def test_public_minimize_with_data_args_and_matrix_x0():
     assert np.linalg.norm(nad.grad(logistic)(res.x, X, y, 1.0)) < 1e-8
     M = nad.minimize(lambda M: np.sum((M - 2.0) ** 2), np.zeros((2, 3)), method="newton-cg")
     assert M.x.shape == (2, 3) and np.allclose(M.x, 2.0)
+
+
+def test_python_values_in_args_are_static_in_every_derivative_function():
+    """``if lam > 0``, ``range(n)`` and a norm chosen by name work on Python values in
+    ``args``, in grad, value_and_grad, hvp, jacobian and hessian (dense and sparse)."""
+    def f(x, lam, n, norm):
+        s = 0.0
+        for i in range(n):
+            s = s + x[i] ** 2
+        if lam > 0:
+            s = s + lam * np.sum(np.abs(x) if norm == "l1" else x ** 2)
+        return s
+
+    x = np.array([0.5, -1.0, 2.0])
+    for lam, n, norm in [(0.1, 2, "l2"), (0.0, 3, "l1"), (0.3, 1, "l1")]:
+        def plain(z, lam=lam, n=n, norm=norm):
+            return f(z, lam, n, norm)
+        args = (lam, n, norm)
+        check_grads(plain, x)
+        assert_close(nad.grad(f)(x, *args), nad.grad(plain)(x), 1e-15, 0)
+        value, g = nad.value_and_grad(f)(x, *args)
+        assert value == pytest.approx(plain(x)) and np.allclose(g, nad.grad(plain)(x))
+        H = nad.hessian(f)(x, *args)
+        assert_close(nad.hvp(f, x, np.eye(3), args), H, 1e-14, 1e-14)
+        assert_close(nad.hessian(f, sparse=True)(x, *args).toarray(), H, 1e-14, 1e-14)
+        assert_close(H, nad.hessian(plain)(x), 1e-14, 1e-14)
+    J = nad.jacobian(lambda z, k: z[:k] * 2)(x, 2)
+    assert_close(J, 2 * np.eye(3)[:2], 0, 0)
