@@ -213,9 +213,9 @@ def report(scipy_runs: dict[str, dict], nad_runs: dict[str, dict], show: bool) -
         if show:
             for k in ids:
                 rec = nad_runs[k]
+                message = (rec.get("message") or "").splitlines()
                 print(f"          {k.split('::', 1)[-1]}")
-                print(f"              {rec.get('error')}: "
-                      f"{rec.get('message', '').splitlines()[0][:110] if rec.get('message') else ''}")
+                print(f"              {rec.get('error')}: {message[0][:110] if message else ''}")
 
 
 def main(argv: list[str] | None = None) -> None:
