@@ -10,9 +10,11 @@ help text.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import sys
-from typing import NoReturn, Optional, Sequence
+from typing import Iterator, NoReturn, Optional, Sequence
 
 from . import bench, cache, catalog, demo, solve
 from .errors import UsageError
@@ -72,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                "  newtonad cache --clear              delete the compiled kernels",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log newtonad's events (the 'newtonad' logger: engine compiles "
+                             "and hand-overs, fallbacks, solver runs) to standard error: "
+                             "-v for INFO, -vv for DEBUG")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     demo.add_parser(sub)
     solve.add_parser(sub)
@@ -79,6 +85,30 @@ def build_parser() -> argparse.ArgumentParser:
     catalog.add_parser(sub)
     cache.add_parser(sub)
     return parser
+
+
+@contextlib.contextmanager
+def _logging(verbose: int) -> Iterator[None]:
+    """Send the ``newtonad`` logger's records to standard error at the level ``-v``
+    asks for, above any progress bar (tqdm's logging redirection); silent without it.
+    The logger is as it was afterwards (``main`` may run many times in one process)."""
+    if not verbose:
+        yield
+        return
+    from tqdm.contrib.logging import logging_redirect_tqdm  # type: ignore[import-untyped]
+
+    logger = logging.getLogger("newtonad")
+    level = logger.level
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(relativeCreated)8.0f ms %(name)s: %(message)s"))
+    logger.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
+    logger.addHandler(handler)
+    try:
+        with logging_redirect_tqdm([logger]):
+            yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -126,7 +156,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return int(args.handler(args))
+        with _logging(args.verbose):
+            return int(args.handler(args))
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

@@ -21,6 +21,7 @@ from typing import Any, Optional, Sequence
 
 from .args import add_engine_argument, positive_int
 from .catalog import load_problem
+from .cost import cost_warning
 from .errors import UsageError
 from .methods import COMPARED_METHODS, NATIVE_METHODS, suggest
 from .progress import Progress
@@ -28,6 +29,7 @@ from .runs import (
     LEAST_SQUARES,
     SOLVED_RTOL,
     Run,
+    hessian_kind,
     solve,
     solve_least_squares,
     warm_up,
@@ -37,7 +39,7 @@ from .table import Column, Table, fmt_float
 
 __all__ = ["add_parser", "run", "counts_as_solved", "TEXT_WIDTH"]
 
-_DENSE_LIMIT = 5000  # trust-exact builds a dense Hessian; skip it above this n
+_DENSE_LIMIT = 5000  # a dense Hessian above this n is not built: its run is skipped
 # The demo solves ~57 small problems once each. The NumPy reference engine runs them as
 # fast as the tiered "auto" engine does (18 s here) and, unlike it, the same way every
 # time: "auto" switches to numba after a time budget, so where the switch falls (and
@@ -98,6 +100,38 @@ def _methods(names: Sequence[str]) -> list[str]:
                              f"and {LEAST_SQUARES}")
         out.append(meth)
     return out
+
+
+def _hessians(problem_list: list, methods: list[str], engine: Optional[str]) -> dict:
+    """``(problem name, method) -> "dense" | "sparse"`` for the runs that form Hessian
+    matrices: native trust-exact as ``newtonad.minimize`` decides, scipy's dense."""
+    kinds = {}
+    for problem in problem_list:
+        for meth in methods:
+            for name in (meth, f"scipy:{meth}"):
+                kind = hessian_kind(problem, name, engine)
+                if kind is not None:
+                    kinds[problem.name, name] = kind
+    return kinds
+
+
+def long_run_warnings(problem_list: list, methods: list[str], impls: list[str],
+                      engine: Optional[str], hessians: dict) -> list[str]:
+    """One sentence per method that will be slow on some of the problems (same
+    rules as ``newtonad solve``'s warning), naming those problems."""
+    slow: dict[str, tuple[list[str], str]] = {}
+    for problem in problem_list:
+        for meth in methods:
+            for impl in impls:
+                name = meth if impl == "native" else f"scipy:{meth}"
+                kind = hessians.get((problem.name, name))
+                if kind == "dense" and problem.n > _DENSE_LIMIT:
+                    continue  # skipped, not slow
+                text = cost_warning(name, problem.n, hessian=kind, engine=engine)
+                if text is not None:
+                    names, _ = slow.setdefault(name, ([], text))
+                    names.append(f"{problem.name} (n = {problem.n})")
+    return [f"{name} on {', '.join(names)}: {text}" for name, (names, text) in slow.items()]
 
 
 def _group(title: str, wide: bool) -> list[Column]:
@@ -171,6 +205,11 @@ def run(args: argparse.Namespace) -> int:
         columns += _group(groups[impl], wide)
     table = Table(columns, args.format)
 
+    hessians = _hessians(problem_list, methods, engine) if "trust-exact" in methods else {}
+    for text in long_run_warnings(problem_list, methods, impls, engine, hessians):
+        print(_wrap(f"newtonad: warning: {text}", "text"), file=sys.stderr)
+    sys.stderr.flush()
+
     print(f"newtonad demo: {len(problem_list)} problems x {len(methods)} methods"
           f"{', newtonad and scipy' if len(impls) == 2 else ''}, engine {engine!r}", file=out)
     print("", file=out)
@@ -183,13 +222,16 @@ def run(args: argparse.Namespace) -> int:
     errors: list[Run] = []
     skipped: list[str] = []
     warmup_time = 0.0
-    with Progress(len(problem_list) * len(methods) * len(impls)) as bar:
+    with Progress(len(problem_list) * len(methods) * len(impls), desc="demo",
+                  unit="run") as bar:
         for problem in problem_list:
             bar.update(f"{problem.name}: tracing")
-            dense = "trust-exact" in methods and problem.n <= _DENSE_LIMIT
+            kind = hessians.get((problem.name, "trust-exact"))
+            if kind == "dense" and problem.n > _DENSE_LIMIT:
+                kind = None
             lsq = LEAST_SQUARES in methods and problem.residuals is not None
             try:
-                warmup_time += warm_up(problem.fun, problem.x0, engine=engine, dense=dense)
+                warmup_time += warm_up(problem.fun, problem.x0, engine=engine, hessian=kind)
                 if lsq:
                     warmup_time += warm_up_least_squares(problem.residuals, problem.x0,
                                                          engine=engine)
@@ -202,26 +244,31 @@ def run(args: argparse.Namespace) -> int:
                     continue
                 runs: dict[str, Optional[Run]] = {}
                 for impl in impls:
-                    if meth == "trust-exact" and problem.n > _DENSE_LIMIT:
+                    name = meth if impl == "native" else f"scipy:{meth}"
+                    if (hessians.get((problem.name, name)) == "dense"
+                            and problem.n > _DENSE_LIMIT):
                         runs[impl] = None
                         bar.advance()
                         continue
-                    bar.update(f"{problem.name}: {meth} ({impl})")
-                    name = meth if impl == "native" else f"scipy:{meth}"
+                    label = f"{problem.name}: {meth} ({impl})"
+                    bar.update(label)
                     if meth == LEAST_SQUARES:
                         result = solve_least_squares(problem, name, engine=engine)
                     else:
-                        result = solve(problem, name, engine=engine)
+                        result = solve(problem, name, engine=engine,
+                                       callback=_iterations(bar, label))
                     runs[impl] = result
                     tallies[meth, impl].add(result)
                     if result.error is not None:
                         errors.append(result)
                     bar.advance()
-                if runs["native"] is None:
-                    skipped.append(f"{meth} on {problem.name} (n = {problem.n})")
-                elif len(impls) == 2:
+                native, other = runs["native"], runs.get("scipy")
+                for impl, ran in runs.items():
+                    if ran is None:  # a dense Hessian too large (scipy's, where ours is sparse)
+                        skipped.append(f"{meth} ({impl}) on {problem.name} (n = {problem.n})")
+                if native is not None and other is not None:
                     fewer[meth][1] += 1
-                    fewer[meth][0] += runs["native"].nit <= runs["scipy"].nit
+                    fewer[meth][0] += native.nit <= other.nit
                 first = not rows or args.format == "markdown"
                 row = [problem.name if first else "", problem.n if first else ""]
                 row += [fmt_float(problem.fstar, 2) if first else ""] if wide else []
@@ -262,6 +309,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {r.problem} (n={r.n}) {r.method}: {r.error}", file=out)
         return 1
     return 0
+
+
+def _iterations(bar: Progress, label: str) -> Any:
+    """A solver callback that shows the run's iteration count in the bar's note."""
+    count = 0
+
+    def callback(intermediate_result: Any) -> None:
+        nonlocal count
+        count += 1
+        bar.update(f"{label}, iteration {count}")
+
+    return callback
 
 
 def _wrap(text: str, fmt: str) -> str:

@@ -1,18 +1,17 @@
-"""Thinning of a solver's iteration table (``newtonad solve --disp``).
+"""The iteration table of ``newtonad solve --disp``, thinned on long runs.
 
-The native solvers print one row per iteration under a header whose first word
-is ``iter`` (see :class:`newtonad.solvers.monitor.Monitor`). On long runs that is
-thousands of rows, so :class:`IterationFilter` stands in for standard output and
-passes on the header, every row the stride selects, the last row of the table
-(always), and every other line unchanged.
+The native solvers hand every row of their table to the listeners of
+:func:`newtonad.solvers.monitor.watch` as an
+:class:`~newtonad.solvers.monitor.IterationRecord`. On long runs that is thousands
+of rows, so :class:`IterationTable` prints the header, every row the stride selects
+and the last row of the table (always), in the solvers' own ``disp`` layout.
 """
 
 from __future__ import annotations
 
-import io
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
-__all__ = ["default_shows", "IterationFilter", "ALL_ROWS_UP_TO"]
+__all__ = ["default_shows", "IterationTable", "ALL_ROWS_UP_TO", "format_row", "header"]
 
 #: the default stride shows every row up to here, then every 10th, 100th, ...
 ALL_ROWS_UP_TO = 200
@@ -35,8 +34,19 @@ def default_shows(k: int) -> bool:
     return k % stride == 0
 
 
-class IterationFilter(io.TextIOBase):
-    """A text stream that forwards a thinned iteration table to ``sink``.
+def header(step_label: str) -> str:
+    """The table's header line (the layout of the solvers' ``disp`` table)."""
+    return f"{'iter':>6} {'f':>15} {'|g|':>10} {step_label:>10} {'cg':>5} {'time(s)':>8}"
+
+
+def format_row(r: Any) -> str:
+    """One row of the table from an ``IterationRecord``."""
+    return (f"{r.k:6d} {r.f:15.8e} {r.gnorm:10.3e} {r.step:10.3e} {r.inner:5d} "
+            f"{r.elapsed:8.3f}")
+
+
+class IterationTable:
+    """A listener of iteration records that prints a thinned table through ``sink``.
 
     Parameters
     ----------
@@ -47,72 +57,49 @@ class IterationFilter(io.TextIOBase):
 
     Notes
     -----
-    A row is a line whose first word is an integer, after a header line whose
-    first word is ``iter``. A row held back is printed when the next non-row
-    line arrives (the solver's closing message) or on :meth:`finish`, so the
-    last iteration is always shown. :attr:`hidden` counts the rows left out.
+    A row held back is printed by :meth:`finish`, so the last iteration is always
+    shown. :attr:`hidden` counts the rows left out. A record of iteration 0 starts
+    a table (with its header).
 
     Examples
     --------
+    >>> from newtonad.solvers.monitor import IterationRecord
     >>> lines = []
-    >>> table = IterationFilter(lines.append, every=2)
-    >>> _ = table.write("  iter  f\\n     0  9.0\\n     1  4.0\\n     2  1.0\\n     3  0.5\\n")
-    >>> _ = table.write("done\\n")
-    >>> lines, table.hidden
-    (['  iter  f', '     0  9.0', '     2  1.0', '     3  0.5', 'done'], 1)
+    >>> table = IterationTable(lines.append, every=2)
+    >>> for k, f in enumerate([9.0, 4.0, 1.0, 0.5]):
+    ...     table(IterationRecord(k, f, 1.0, 1.0, 0, 0.0, "radius"))
+    >>> table.finish()
+    >>> [line.split()[0] for line in lines], table.hidden
+    (['iter', '0', '2', '3'], 1)
     """
 
     def __init__(self, sink: Callable[[str], None], every: Optional[int] = None) -> None:
-        super().__init__()
         if every is not None and every < 1:
             raise ValueError(f"every must be a positive integer, got {every}")
         self.sink = sink
         self.every = every
         self.hidden = 0
-        self._partial = ""
-        self._in_table = False
         self._held: Optional[str] = None
-
-    def writable(self) -> bool:
-        return True
 
     def _shows(self, k: int) -> bool:
         return default_shows(k) if self.every is None else k % self.every == 0
 
-    def _line(self, line: str) -> None:
-        words = line.split()
-        if words and words[0] == "iter":
-            self._in_table = True
-        elif self._in_table and words and words[0].isdigit():
-            if self._held is not None:  # a later row came: the held one is not the last
-                self.hidden += 1
-                self._held = None
-            if self._shows(int(words[0])):
-                self.sink(line)
-            else:
-                self._held = line
-            return
+    def __call__(self, record: Any) -> None:
+        """Take one ``IterationRecord``."""
+        if record.k == 0:
+            self.finish()
+            self.sink(header(record.step_label))
+        if self._held is not None:  # a later row came: the held one is not the last
+            self.hidden += 1
+            self._held = None
+        row = format_row(record)
+        if self._shows(record.k):
+            self.sink(row)
         else:
-            self._release()
-            self._in_table = False
-        self.sink(line)
+            self._held = row
 
-    def _release(self) -> None:
+    def finish(self) -> None:
+        """Print the row held back (the last of its table)."""
         if self._held is not None:
             self.sink(self._held)
             self._held = None
-
-    def write(self, text: str) -> int:
-        """Take ``text``; complete lines are classified and forwarded at once."""
-        lines = (self._partial + text).split("\n")
-        self._partial = lines.pop()
-        for line in lines:
-            self._line(line)
-        return len(text)
-
-    def finish(self) -> None:
-        """Forward what is held back: the last row and an unterminated line."""
-        self._release()
-        if self._partial:
-            self.sink(self._partial)
-            self._partial = ""

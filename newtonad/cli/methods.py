@@ -8,21 +8,32 @@ offer a method the solvers do not know.
 
 from __future__ import annotations
 
-import difflib
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
+from newtonad._suggest import did_you_mean
 from newtonad.solvers.options import NATIVE_METHODS
 from newtonad.solvers.scipy_bridge import SCIPY_METHODS
 
 from .errors import UsageError
 
-__all__ = ["NATIVE_METHODS", "COMPARED_METHODS", "SCIPY_METHODS", "resolve_method",
-           "load_minimize", "suggest"]
+__all__ = ["NATIVE_METHODS", "COMPARED_METHODS", "SCIPY_METHODS", "LEAST_SQUARES",
+           "resolve_method", "default_method", "load_minimize", "suggest"]
 
 #: what the demo compares: each native method against scipy's method of that name
 COMPARED_METHODS = NATIVE_METHODS
 
+#: the command line's name for ``newtonad.least_squares`` (``"scipy:least-squares"``:
+#: scipy's own ``least_squares`` with ``jac="2-point"``)
+LEAST_SQUARES = "least-squares"
+
 _SCIPY_PREFIX = "scipy:"
+
+
+def default_method() -> str:
+    """What ``newtonad.minimize(method=None)`` runs without bounds or constraints."""
+    from newtonad.solvers.minimize import choose_method
+
+    return str(choose_method(None, None, ())).lower()
 
 
 def load_minimize() -> Callable[..., Any]:
@@ -34,28 +45,35 @@ def load_minimize() -> Callable[..., Any]:
 
 def suggest(name: str, choices: list[str]) -> str:
     """``" (did you mean 'x'?)"`` for a close match, else an empty string."""
-    close = difflib.get_close_matches(name.lower(), choices, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return did_you_mean(name, choices)
 
 
-def resolve_method(name: str) -> str:
+def resolve_method(name: Optional[str]) -> str:
     """The canonical (lower-case) form of a method name, or a :class:`UsageError`.
 
-    Accepts a native method, any scipy method, or ``"scipy:<method>"`` for scipy's
-    implementation of a name that is also native.
+    Accepts a native method, any scipy method, ``least-squares`` (the problem's
+    residuals to ``newtonad.least_squares``), or ``"scipy:<method>"`` for scipy's
+    implementation of a name that is also native. ``None`` is
+    ``newtonad.minimize``'s choice for ``method=None``.
 
     Examples
     --------
     >>> resolve_method("Trust-NCG"), resolve_method("scipy:trust-ncg"), resolve_method("BFGS")
     ('trust-ncg', 'scipy:trust-ncg', 'bfgs')
+    >>> resolve_method(None), resolve_method("least-squares")
+    ('trust-ncg', 'least-squares')
     """
+    if name is None:
+        return default_method()
     meth = name.strip().lower()
     bare = meth.removeprefix(_SCIPY_PREFIX)
-    if meth.startswith(_SCIPY_PREFIX) and bare in SCIPY_METHODS:
+    if meth.startswith(_SCIPY_PREFIX) and (bare in SCIPY_METHODS or bare == LEAST_SQUARES):
         return meth
-    if meth in NATIVE_METHODS or meth in SCIPY_METHODS:
+    if meth in NATIVE_METHODS or meth in SCIPY_METHODS or meth == LEAST_SQUARES:
         return meth
     others = [m for m in SCIPY_METHODS if m not in NATIVE_METHODS]
-    raise UsageError(f"unknown method {name!r}{suggest(bare, list(NATIVE_METHODS) + others)}; "
+    known = list(NATIVE_METHODS) + others + [LEAST_SQUARES]
+    raise UsageError(f"unknown method {name!r}{suggest(bare, known)}; "
                      f"native methods: {', '.join(NATIVE_METHODS)}; other scipy methods: "
-                     f"{', '.join(others)}; 'scipy:<method>' runs scipy's own version")
+                     f"{', '.join(others)}; {LEAST_SQUARES} (problems written from "
+                     "residuals); 'scipy:<method>' runs scipy's own version")

@@ -17,8 +17,8 @@ def require_matplotlib() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise UsageError("plotting needs matplotlib: pip install matplotlib "
-                         "(or pip install 'newtonad[docs]')") from None
+        raise UsageError("plotting needs matplotlib, newtonad's plot extra: "
+                         "pip install 'newtonad[plot]' (or pip install matplotlib)") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

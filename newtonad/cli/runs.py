@@ -2,11 +2,14 @@
 
 Every run builds its own :class:`newtonad.Objective`, so the counters it reports
 (value-and-gradient passes, Hessian-vector products) are what was really
-computed, counted the same way for the native solvers and for scipy.
+computed, counted the same way for the native solvers and for scipy. A
+derivative-free method gets the plain function, as ``newtonad.minimize`` gives it
+one: it is never traced, and only its values are counted.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 import warnings
@@ -15,21 +18,22 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .methods import load_minimize
+from .methods import LEAST_SQUARES, load_minimize
 
 __all__ = ["CompileClock", "Prep", "Run", "prepare", "solve", "warm_up", "SOLVED_RTOL",
-           "LEAST_SQUARES", "solve_least_squares", "warm_up_least_squares"]
+           "LEAST_SQUARES", "solve_least_squares", "warm_up_least_squares", "hessian_kind",
+           "DERIVATIVE_FREE"]
+
+_log = logging.getLogger("newtonad.cli")
 
 #: a run "solved" a problem when f <= f* + SOLVED_RTOL * max(1, |f*|)
 SOLVED_RTOL = 1e-5
 
-#: the demo's name for ``newtonad.least_squares`` (``"scipy:least-squares"``: scipy's own
-#: ``least_squares`` with ``jac="2-point"``)
-LEAST_SQUARES = "least-squares"
-
 _SCIPY_HESSP = frozenset({"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"})
 _SCIPY_HESS = frozenset({"dogleg", "trust-exact"})
 _SCIPY_NO_JAC = frozenset({"nelder-mead", "powell", "cobyla", "cobyqa"})
+#: methods that use values only: no gradient is computed or counted for them
+DERIVATIVE_FREE = _SCIPY_NO_JAC
 
 
 @dataclass
@@ -44,8 +48,13 @@ class Run:
         The method as given (``"trust-ncg"``, ``"scipy:trust-ncg"``, ``"bfgs"``).
     fun, gnorm : float
         Final objective value and gradient norm (nan after an error).
-    nit, nfev, nhev : int
-        Iterations, value-and-gradient passes, Hessian-vector products.
+    nit, nfev, njev, nhev : int
+        Iterations, value passes, gradient passes (0 for a derivative-free method; a
+        newtonad ``Objective`` computes both in one pass) and Hessian-vector products.
+    nhess : int
+        Hessians formed as matrices (trust-exact), 0 for the other methods.
+    hessian : {"dense", "sparse"} or None
+        The kind of Hessian matrix the method formed, if any.
     time : float
         Wall-clock seconds of the solve, less :attr:`compile_time` (tracing and
         compiling before it are excluded when :func:`warm_up` ran first).
@@ -74,6 +83,9 @@ class Run:
     nit: int = 0
     nfev: int = 0
     nhev: int = 0
+    njev: int = 0
+    nhess: int = 0
+    hessian: Optional[str] = None
     time: float = 0.0
     success: bool = False
     message: str = ""
@@ -151,8 +163,36 @@ class Prep:
         return self.seconds - self.compile_seconds
 
 
+def hessian_kind(problem: Any, method: str, engine: Optional[str] = None) -> Optional[str]:
+    """``"dense"``, ``"sparse"`` or ``None``: the Hessian matrix ``method`` will form.
+
+    trust-exact run by ``newtonad.minimize`` asks the library's own rule
+    (:func:`newtonad.solvers.sparse_exact.use_sparse_hessian`: a large n and a sparse
+    pattern take the sparse path); scipy's trust-exact and dogleg form dense ones.
+
+    Examples
+    --------
+    >>> from newtonad import problems
+    >>> p = problems.get("chained-rosenbrock", 10)
+    >>> hessian_kind(p, "trust-ncg"), hessian_kind(p, "trust-exact")
+    (None, 'dense')
+    """
+    from .cost import DENSE_HESSIAN
+
+    meth = method.removeprefix("scipy:")
+    if meth not in DENSE_HESSIAN:
+        return None
+    if method.startswith("scipy:") or meth != "trust-exact":
+        return "dense"
+    from newtonad.solvers.problem import FlatProblem
+    from newtonad.solvers.sparse_exact import use_sparse_hessian
+
+    flat = FlatProblem(_objective(problem.fun, engine), problem.x0.shape)
+    return "sparse" if use_sparse_hessian(flat, problem.x0.reshape(-1)) else "dense"
+
+
 def prepare(fun: Callable, x0: np.ndarray, *, engine: Optional[str] = None,
-            dense: bool = False) -> Prep:
+            dense: bool = False, hessian: Optional[str] = None) -> Prep:
     """Trace, derive and compile ``fun``'s programs at ``x0``; return what it cost.
 
     Later Objectives of the same function reuse the compiled programs, so the
@@ -165,21 +205,40 @@ def prepare(fun: Callable, x0: np.ndarray, *, engine: Optional[str] = None,
     x0 : ndarray
     engine : str, optional
     dense : bool
-        Also build the dense Hessian (the identity frame trust-exact uses).
+        Also build the dense Hessian (the identity frame trust-exact uses); the same
+        as ``hessian="dense"``.
+    hessian : {"dense", "sparse"}, optional
+        Also build the Hessian matrix of that kind (:func:`hessian_kind`).
     """
+    kind = "dense" if dense else hessian
     with CompileClock() as clock:
         obj = _objective(fun, engine)
         obj.value_and_grad(x0)
         obj.hessp(x0, np.ones_like(x0))
-        if dense:
+        if kind == "dense":
             obj.hess(x0)
+        elif kind == "sparse":
+            obj.sparse_hess(x0)
     return Prep(clock.wall, clock.compile_seconds)
 
 
 def warm_up(fun: Callable, x0: np.ndarray, *, engine: Optional[str] = None,
-            dense: bool = False) -> float:
+            dense: bool = False, hessian: Optional[str] = None) -> float:
     """:func:`prepare`, returning only the seconds it took in all."""
-    return prepare(fun, x0, engine=engine, dense=dense).seconds
+    return prepare(fun, x0, engine=engine, dense=dense, hessian=hessian).seconds
+
+
+class _CountedValues:
+    """``fun`` called directly (never traced), its calls counted: what a derivative-free
+    method is given."""
+
+    def __init__(self, fun: Callable) -> None:
+        self.fun = fun
+        self.nfev = 0
+
+    def __call__(self, x: np.ndarray) -> float:
+        self.nfev += 1
+        return float(self.fun(x))
 
 
 def _scipy_minimize(obj: Any, x0: np.ndarray, method: str, tol: Optional[float],
@@ -187,9 +246,10 @@ def _scipy_minimize(obj: Any, x0: np.ndarray, method: str, tol: Optional[float],
     """``scipy.optimize.minimize`` fed with the objective's exact derivatives."""
     import scipy.optimize
 
-    kwargs: dict[str, Any] = {}
-    if method not in _SCIPY_NO_JAC:
-        kwargs["jac"] = obj.jac
+    if method in _SCIPY_NO_JAC:  # obj is the function itself
+        return scipy.optimize.minimize(obj, x0, method=method, tol=tol, options=options,
+                                       callback=callback)
+    kwargs: dict[str, Any] = {"jac": obj.jac}
     if method in _SCIPY_HESSP:
         kwargs["hessp"] = obj.hessp
     elif method in _SCIPY_HESS:
@@ -224,7 +284,10 @@ def solve(problem: Any, method: str, *, engine: Optional[str] = None, tol: Optio
         Exceptions raised by the solver are caught and recorded in ``error``.
     """
     run = Run(problem.name, problem.n, problem.fstar, method)
-    obj = _objective(problem.fun, engine)
+    bare = method.removeprefix("scipy:")
+    direct = bare in DERIVATIVE_FREE
+    # a derivative-free method gets the function itself, as newtonad.minimize gives it
+    obj: Any = _CountedValues(problem.fun) if direct else _objective(problem.fun, engine)
     options = dict(options or {})
     minimize = load_minimize()
     try:
@@ -238,6 +301,7 @@ def solve(problem: Any, method: str, *, engine: Optional[str] = None, tol: Optio
                                callback=callback)
     except Exception as exc:  # noqa: BLE001  (a failing solver is a result to report)
         clock.charge(run)
+        _log.info("%s on %s raised %s", method, problem.name, exc)
         run.error = f"{type(exc).__name__}: {exc}"
         run.message = run.error
         return run
@@ -247,10 +311,25 @@ def solve(problem: Any, method: str, *, engine: Optional[str] = None, tol: Optio
     jac = res.get("jac")
     run.gnorm = float(np.linalg.norm(jac)) if jac is not None else math.nan
     run.nit = int(res.get("nit", 0))
-    run.nfev, run.nhev = int(obj.nfev), int(obj.nhev)
+    if direct:
+        run.nfev = int(obj.nfev)
+    else:
+        run.nfev, run.njev, run.nhev = int(obj.nfev), int(obj.njev), int(obj.nhev)
+    if bare == "trust-exact":
+        # native: the Hessians formed (the solver counts them); scipy: one per iteration
+        run.nhess = int(res.get("nhev", 0))
+        hess = res.get("hess")
+        if hess is not None:
+            run.hessian = "sparse" if _is_sparse(hess) else "dense"
     run.success = bool(res.success)
     run.message = str(res.message)
     return run
+
+
+def _is_sparse(matrix: Any) -> bool:
+    from scipy.sparse import issparse
+
+    return bool(issparse(matrix))
 
 
 def warm_up_least_squares(residuals: Callable, x0: np.ndarray, *,
