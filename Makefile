@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # numba compiles dominate the test suite: one pytest worker per core
 TEST_WORKERS ?= auto
 
-.PHONY: demo test lint install clean docs bench check-install
+.PHONY: demo test lint install clean docs bench bench-full bench-deps check-install
 
 # pyproject.toml and the version line in newtonad/__init__.py make the installed metadata
 $(STAMP): pyproject.toml newtonad/__init__.py
@@ -32,10 +32,23 @@ lint: $(STAMP)
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
 
-bench: $(STAMP)
+# `make bench`: a quick subset (value+gradient, HVP frames, solver counts), each benchmark once
+# (asv --quick); `make bench-full`: every benchmark with asv's repeats. Both record the
+# results under the current commit (--set-commit-hash) and build the dashboard in
+# .asv/html (`python -m asv preview` serves it). Durations: README.md.
+BENCH_QUICK ?= ^(bench_frames\.(ValueAndGrad|HVPFrame)|bench_solvers\.Solvers)\.
+ASV_RUN = $(PY) -m asv run --python=same --show-stderr --set-commit-hash=$$(git rev-parse HEAD)
+
+bench-deps: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) -m asv machine --yes
-	$(PY) -m asv run --python=same --quick --show-stderr --set-commit-hash=$$(git rev-parse HEAD)
+
+bench: bench-deps
+	$(ASV_RUN) --quick --bench '$(BENCH_QUICK)'
+	$(PY) -m asv publish
+
+bench-full: bench-deps
+	$(ASV_RUN)
 	$(PY) -m asv publish
 
 # build the sdist and wheel, install into a fresh venv (the wheel, then `pip install .`),
