@@ -488,6 +488,7 @@ class Objective(HessianMatrices):
         x = self._check(x)
         self._second_order = True
         linear: dict[int | None, tuple] = {}  # frame width -> (linear runner, its inputs)
+        linearized: set[int | None] = set()  # the widths whose runner takes residuals
         at = self._local.at
         if at.x is not None and None in at.linear and is_point(at.key, x):
             # x is the current point and its residuals are there (a Newton solver's
@@ -495,8 +496,7 @@ class Objective(HessianMatrices):
             # of x, which a linearisation keeps for good (no copy of x here)
             x = at.x
             linear[None] = at.linear[None]
-            if reuse_output:
-                linear[None] = (self._alternating_runner(x, linear[None][0]), linear[None][1])
+            linearized.add(None)
         else:
             x = x.copy()
 
@@ -508,11 +508,13 @@ class Objective(HessianMatrices):
                 run, data = self._compiled(x, "hvp", k, lambda program: tf.hvp_program(program, k))
                 linear[k] = (run, (x, *data))
             if k not in linear:
-                linear_run, known = self._linearized(x, k)
-                if reuse_output and k is None:
-                    linear_run = self._alternating_runner(x, linear_run)
-                linear[k] = (linear_run, known)
+                linear[k] = self._linearized(x, k)
+                linearized.add(k)
             linear_run, known = linear[k]
+            if reuse_output and k is None and k in linearized:
+                # the calling thread's own pair of output arrays: a result stays valid
+                # until that thread's second product after it, whatever other threads do
+                linear_run = self._alternating_runner(x, linear_run)
             (hv,) = linear_run(*known, V)
             self.nhev += 1 if k is None else k
             return hv
