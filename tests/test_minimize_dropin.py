@@ -416,3 +416,10 @@ def test_wrong_sized_user_derivatives_are_named():
         minimize(rosen, X0, method="trust-ncg", jac=lambda x: np.zeros(3))
     with pytest.raises(ValueError, match=r"hess\(x\) must return an \(n, n\) = \(2, 2\)"):
         minimize(rosen, X0, method="trust-exact", jac=rosen_der, hess=lambda x: np.eye(3))
+
+
+def test_a_misspelt_method_is_answered_with_the_nearest_name():
+    import newtonad as nad
+
+    with pytest.raises(ValueError, match=r"trust-krylv \(did you mean 'trust-krylov'\?\)"):
+        nad.minimize(lambda x: np.sum(x ** 2), np.ones(2), method="trust-krylv")

@@ -9,6 +9,7 @@ import numpy as np
 from scipy.optimize import BFGS, OptimizeResult, OptimizeWarning
 from scipy.sparse import issparse
 
+from .._suggest import did_you_mean
 from . import monitor
 from .derivatives import (
     CombinedObjective,
@@ -433,7 +434,9 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
             res["hess"] = res["hess"].reshape(x0.shape + x0.shape)
         return res
     if meth not in SCIPY_METHODS:
-        raise ValueError(f"Unknown solver {method}; native methods are {', '.join(NATIVE_METHODS)}"
+        hint = did_you_mean(meth, [*NATIVE_METHODS, *SCIPY_METHODS])
+        raise ValueError(f"Unknown solver {method}{hint}; native methods are "
+                         f"{', '.join(NATIVE_METHODS)}"
                          f" and scipy's are {', '.join(SCIPY_METHODS)}")
     return _delegate(objective, x0, meth, meth, jac, tol=tol, options=options,
                      callback=callback, bounds=bounds, constraints=constraints)
