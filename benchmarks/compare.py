@@ -253,24 +253,32 @@ def hand_system():
     return build
 
 
+def jax_function(kind: str) -> Callable:
+    """The problem ``kind`` written with ``jax.numpy`` (x64 enabled)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    if kind == "rosen":
+        def f(x):
+            return jnp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+    elif kind == "logistic":
+        def f(w, X, y, lam):
+            return jnp.sum(jnp.logaddexp(0, -y * (X @ w))) + 0.5 * lam * (w @ w)
+    else:
+        def f(u, h):
+            return jnp.sum(jnp.sqrt(1 + ((u[1:, :-1] - u[:-1, :-1]) * h) ** 2
+                                    + ((u[:-1, 1:] - u[:-1, :-1]) * h) ** 2))
+    return f
+
+
 def jax_system():
     def build(spec, x, args, kmax):
         import jax
-
-        jax.config.update("jax_enable_x64", True)
         import jax.numpy as jnp
 
-        kind = spec["kind"]
-        if kind == "rosen":
-            def f(x):
-                return jnp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
-        elif kind == "logistic":
-            def f(w, X, y, lam):
-                return jnp.sum(jnp.logaddexp(0, -y * (X @ w))) + 0.5 * lam * (w @ w)
-        else:
-            def f(u, h):
-                return jnp.sum(jnp.sqrt(1 + ((u[1:, :-1] - u[:-1, :-1]) * h) ** 2
-                                        + ((u[:-1, 1:] - u[:-1, :-1]) * h) ** 2))
+        f = jax_function(spec["kind"])
         jx, jargs = jnp.asarray(x), tuple(jnp.asarray(a) for a in args)
         fv = jax.jit(f)
         vg = jax.jit(jax.value_and_grad(f))

@@ -87,21 +87,9 @@ def newtonad_ops(spec: dict, x: np.ndarray, args: tuple) -> dict[str, Callable[[
 
 def jax_ops(spec: dict, x: np.ndarray, args: tuple) -> dict[str, Callable[[], Any]]:
     import jax
-
-    jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
 
-    kind = spec["kind"]
-    if kind == "rosen":
-        def f(x):
-            return jnp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
-    elif kind == "logistic":
-        def f(w, X, y, lam):
-            return jnp.sum(jnp.logaddexp(0, -y * (X @ w))) + 0.5 * lam * (w @ w)
-    else:
-        def f(u, h):
-            return jnp.sum(jnp.sqrt(1 + ((u[1:, :-1] - u[:-1, :-1]) * h) ** 2
-                                    + ((u[:-1, 1:] - u[:-1, :-1]) * h) ** 2))
+    f = compare.jax_function(spec["kind"])
 
     def hvp_frame(x, V, *a):
         def g(x):
