@@ -4,7 +4,7 @@ The same problems and measures as ``benchmarks/compare.py`` (which also runs JAX
 torch.func and autograd where installed): value, value+gradient, HVP frames over k,
 linearised-HVP setup and apply, per-call overhead on the 2-variable Rosenbrock, peak
 memory of an HVP frame, and cold start in a fresh process. Sizes are trimmed so a
-full ``asv run`` stays within minutes; ``compare.py`` runs the issue's sizes.
+full ``asv run`` stays within minutes; ``compare.py`` runs the full sizes.
 
 Each class times ``system`` in {"newtonad-numba", "newtonad-numpy", "hand-numba"};
 newtonad runners reuse their output buffers (``run.reusing_outputs()``), as the

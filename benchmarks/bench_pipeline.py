@@ -1,6 +1,6 @@
 """asv: seconds per program step of every pipeline stage, against program size.
 
-Issue 13 asks for a linear-time pipeline: tracing, the derivative transforms,
+The pipeline should take linear time: tracing, the derivative transforms,
 rematerialisation, the NumPy evaluator, planning and code generation must each cost
 the same per step whatever the program's length, so each tracked curve here must be
 flat in ``steps``. Programs are Rosenbrock written as a Python loop over scalar terms

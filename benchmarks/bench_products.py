@@ -11,7 +11,7 @@ instrumented ``Objective`` that counts the products they ask for (see
   column);
 * ``track_seconds_in_products`` — of which inside the products themselves;
 * ``track_apply_seconds`` — one linearised product alone (``linearize_hessp``'s apply);
-* ``track_ratio`` — their ratio (the target of issue 13: at most 1.5);
+* ``track_ratio`` — their ratio (the target: at most 1.5);
 * ``track_products`` — the products counted.
 
 Kernels are compiled in ``setup`` (a warm-up run), never in a tracked figure.

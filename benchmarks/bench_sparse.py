@@ -1,6 +1,6 @@
 """asv: sparse Hessians by colouring, and sparse trust-exact against the Krylov methods.
 
-Issue 14, item 5. Two problems of ``newtonad.problems`` with sparse Hessians:
+Two problems of ``newtonad.problems`` with sparse Hessians:
 
 * ``chained-rosenbrock`` -- tridiagonal, 3 colours at every n;
 * ``minimal-surface`` -- a 5-point-stencil energy on a square grid (n is rounded to
@@ -15,7 +15,7 @@ colouring, recovery plan and kernels made in ``setup``), on two paths:
   n x n array; only up to ``DENSE_LIMIT`` variables (800 MB at n = 1e4).
 
 ``track_colours`` is the frame's width: the colours of the star colouring on the sparse
-path, n on the dense one. ``HessianOverFrame`` tracks the issue's target ratio: seconds
+path, n on the dense one. ``HessianOverFrame`` tracks the target ratio: seconds
 of one sparse Hessian over seconds of one bare HVP frame of the same k columns
 (medians of interleaved calls).
 
@@ -26,7 +26,7 @@ Hessian-vector products, seconds and the final f (chained Rosenbrock's exact-New
 iterates end in its local minimum f = 3.9866 from the standard start, as scipy's do).
 
 ``nad.least_squares`` against scipy's ``jac="2-point"`` is in ``bench_least_squares``.
-``python benchmarks/sparse_report.py`` prints all of these as the issue's tables.
+``python benchmarks/sparse_report.py`` prints all of these as tables.
 """
 
 import functools

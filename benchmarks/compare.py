@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/compare.py            # full run (sizes of the issue)
+    python benchmarks/compare.py            # full run (the full sizes)
     python benchmarks/compare.py --quick    # small sizes, a minute or so
     python benchmarks/compare.py --systems newtonad-numba hand-numba --json out.json
 

@@ -1,4 +1,4 @@
-"""FiniteSum: the measurements of issue 16 in one run, printed as tables.
+"""FiniteSum: its measurements in one run, printed as tables.
 
     python benchmarks/finite_sum_report.py [--quick]
 

@@ -1,10 +1,10 @@
-"""Objective's overhead at a new point (issue 13 item 6), against the bare kernel.
+"""Objective's overhead at a new point, against the bare kernel.
 
 ``nad.value_and_grad`` and ``Objective.value_and_grad`` run the same compiled program
 (numba engine) at n = 1e6, at a new point every call: four arrays in turn (32 MB, as
 large as the last-level cache here, so a point is read from memory), or with
 ``--hot`` a point written just before the call, as a solver's new iterate is. Two
-objectives: the issue's (Rosenbrock) and a cheap one (sum of squares, one pass over
+objectives: Rosenbrock and a cheap one (sum of squares, one pass over
 memory).
 
 The contenders take turns call by call, in a new random order at every point, so that

@@ -57,7 +57,7 @@ import newtonad as nad  # noqa: E402
 from newtonad import problems  # noqa: E402
 
 METHODS = ("newton-cg", "trust-ncg", "trust-krylov", "trust-exact")
-#: the size of the scalable problems: minimal-surface's grid of issue 13 (256 x 256),
+#: the size of the scalable problems: minimal-surface on a 256 x 256 grid,
 #: rounded to each problem's size rule (watson stops at 31)
 LARGEST = 65536
 #: trust-exact's dense path factorises an n x n matrix per iteration: at most this n

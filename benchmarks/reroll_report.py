@@ -1,7 +1,7 @@
 """What re-rolling loops buys: first-call and steady-state times of a Rosenbrock loop.
 
-For the Rosenbrock function written as a Python loop of ``m`` scalar terms (issue 13,
-item 4), with re-rolling on and off (``newtonad.ad.reroll.REROLL``), this script
+For the Rosenbrock function written as a Python loop of ``m`` scalar terms,
+with re-rolling on and off (``newtonad.ad.reroll.REROLL``), this script
 measures in a fresh process with an empty kernel cache (``NEWTONAD_CACHE_DIR`` set to a
 new temporary directory):
 

@@ -8,7 +8,7 @@ a newtonad ``Objective`` (compiled kernels) passed to both as ``fun`` / ``jac`` 
 wall time outside the objective's calls (value, gradient, products) divided by the
 products -- the solver's own time per product -- and the linearised product alone.
 This is the time a Python solver spends around each product when the product itself
-takes one or two microseconds; issue 13, item 7. Run
+takes one or two microseconds. Run
 ``python benchmarks/small_solver_overhead.py [--only NAME ...]``.
 """
 

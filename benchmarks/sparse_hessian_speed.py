@@ -1,4 +1,4 @@
-"""Issue 14 target: the sparse Hessian of chained Rosenbrock at n = 1e6 (3 colours) in at
+"""Target: the sparse Hessian of chained Rosenbrock at n = 1e6 (3 colours) in at
 most 3x the time of one k = 3 HVP frame.
 
 Both are timed warm in one process (kernels compiled, pattern / colouring / recovery plan

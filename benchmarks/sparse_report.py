@@ -1,8 +1,8 @@
-"""Issue 14's tables in one run: sparse Hessians, sparse trust-exact, least squares.
+"""The sparse-derivative tables in one run: sparse Hessians, sparse trust-exact, least squares.
 
 Usage::
 
-    python benchmarks/sparse_report.py            # the issue's sizes (n up to 1e6)
+    python benchmarks/sparse_report.py            # the full sizes (n up to 1e6)
     python benchmarks/sparse_report.py --quick    # n up to 1e4, a minute or so
     python benchmarks/sparse_report.py --sections hessian lsq --json out.json
     python benchmarks/sparse_report.py --threads 2   # BLAS and numba on two threads
@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     solver_keys = list(bs.SOLVER_PROBLEMS) + ([] if opts.quick else [
         "broyden-tridiagonal-100000", "minimal-surface-4096"])
     out: dict[str, list[dict]] = {}
-    print(f"# newtonad sparse derivatives (issue 14)\n\n{_environment()}\n")
+    print(f"# newtonad sparse derivatives\n\n{_environment()}\n")
     if "hessian" in opts.sections:
         out["hessian"] = hessian_rows(sizes, bs.DENSE_LIMIT)
         print("## Sparse Hessians: one coloured HVP frame, against the dense identity "

@@ -1,4 +1,4 @@
-"""Issue 14 targets for sparse trust-exact: cost per iteration linear in n, and the
+"""Targets for sparse trust-exact: cost per iteration linear in n, and the
 minimal surface at n = 65 536 against trust-ncg.
 
 ``scaling`` times the iterations of trust-exact on chained Rosenbrock and

@@ -97,7 +97,7 @@ def test_trace_lists_slots_and_steps():
     assert len(program.inputs) == 1 and program.out_slots[0].shape == ()
 
 
-# ---- the three objectives of the issue ---------------------------------------------------
+# ---- three typical objectives -----------------------------------------------------
 
 def test_logistic_regression_with_data_args():
     rng = np.random.default_rng(5)

@@ -1,4 +1,4 @@
-"""FiniteSum (issue 16): finite-sum objectives on a Dask cluster, data kept on the workers.
+"""FiniteSum: finite-sum objectives on a Dask cluster, data kept on the workers.
 
 One LocalCluster of two single-threaded worker processes serves the module (ports chosen
 by the OS (port 0, dashboard on ":0"), so xdist workers starting clusters at once do not collide).

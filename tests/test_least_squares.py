@@ -1,4 +1,4 @@
-"""nad.least_squares: scipy.optimize.least_squares with exact Jacobians (issue 14, item 4)."""
+"""nad.least_squares: scipy.optimize.least_squares with exact Jacobians."""
 
 import importlib
 

@@ -1,4 +1,4 @@
-"""``newtonad.minimize`` as a drop-in for ``scipy.optimize.minimize`` (issue 15, part 1).
+"""``newtonad.minimize`` as a drop-in for ``scipy.optimize.minimize``.
 
 The ideas come from scipy's own tests of ``minimize`` (scipy/optimize/tests/
 test_optimize.py: Rosenbrock with ``rosen_der`` / ``rosen_hess`` /

@@ -1,4 +1,4 @@
-"""The NumPy surface of issue 11: no keyword silently dropped, np.prod's derivatives at
+"""The NumPy surface: no keyword silently dropped, np.prod's derivatives at
 zeros, NumPy's indexing rules, and the new functions (values against NumPy, derivatives
 against central differences, second order where smooth)."""
 
@@ -153,7 +153,7 @@ KEYWORD_CASES = {
                 ["condlist", "choicelist"], {"default": [1.5]}),
 }
 
-# keywords that must give NumPy's value (issue 11: these were accepted and ignored)
+# keywords that must give NumPy's value (these were once accepted and ignored)
 MUST_IMPLEMENT = {"where", "initial", "dtype", "keepdims", "axis", "ddof", "correction",
                   "mean", "prepend", "append", "shape", "weights", "returned", "num",
                   "endpoint", "retstep", "edge_order", "axes", "kind", "k", "mode", "n",

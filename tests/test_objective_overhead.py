@@ -1,4 +1,4 @@
-"""Objective's per-call bookkeeping (issue 13 items 6 and 7): points told apart exactly and
+"""Objective's per-call bookkeeping: points told apart exactly and
 cheaply, one linearisation per point, reused output arrays, and the solvers' vector
 kernels. Behaviour only: no timings."""
 

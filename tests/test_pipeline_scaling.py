@@ -1,4 +1,4 @@
-"""Linear-time pipeline (issue 13): long programs trace, transform and evaluate correctly,
+"""Linear-time pipeline: long programs trace, transform and evaluate correctly,
 and the mechanisms that keep the cost per step flat hold.
 
 Timings live in ``benchmarks/bench_pipeline.py`` and ``benchmarks/pipeline_report.py``;

@@ -1,4 +1,4 @@
-"""Re-rolling of loops traced term by term (newtonad.ad.reroll, issue 13 item 4).
+"""Re-rolling of loops traced term by term (newtonad.ad.reroll).
 
 The unrolled program (traced with ``REROLL`` off) is the reference: the re-rolled one
 must give the same values (up to the reassociation of the folded sum, 1e-12 relative),

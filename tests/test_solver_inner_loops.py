@@ -1,4 +1,4 @@
-"""The inner loops' fused iteration kernels and their pooled workspace (issue 13 item 7)."""
+"""The inner loops' fused iteration kernels and their pooled workspace."""
 
 import math
 

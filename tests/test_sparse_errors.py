@@ -1,4 +1,4 @@
-"""Bad input to the sparse derivatives says what is wrong and what to do (issue 14).
+"""Bad input to the sparse derivatives says what is wrong and what to do.
 
 ``hessian(f, sparse=True)`` and ``hessian_sparsity(f)`` need ``f`` to return a scalar,
 ``jacobian(f, sparse=True)`` and ``jacobian_sparsity(f)`` one array; anything else is

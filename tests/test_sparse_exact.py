@@ -1,4 +1,4 @@
-"""Sparse exact Newton (issue 14 item 3): Objective(f, sparse=True) and sparse trust-exact."""
+"""Sparse exact Newton: Objective(f, sparse=True) and sparse trust-exact."""
 
 import numpy as np
 import pytest

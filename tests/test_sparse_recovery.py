@@ -1,4 +1,4 @@
-"""Recovery plans made once (issue 14 target: a sparse Hessian costs one HVP frame plus one
+"""Recovery plans made once (target: a sparse Hessian costs one HVP frame plus one
 gather): exact values, results that own their arrays, and no per-call plan work."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Issue 14, items 1-2: sparsity patterns as a program transform, colourings, recovery."""
+"""Sparsity patterns as a program transform, colourings, recovery."""
 
 import itertools
 

@@ -1,4 +1,4 @@
-"""trust-constr gets the sparse Hessian when the pattern is sparse (issue 14, item 3).
+"""trust-constr gets the sparse Hessian when the pattern is sparse.
 
 ``nad.minimize(..., method="trust-constr")`` goes through the scipy bridge; for an
 ``Objective(f, sparse=True)`` (or above the dense limit) whose Hessian pattern has at most

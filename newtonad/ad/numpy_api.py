@@ -225,7 +225,7 @@ if hasattr(np, "permute_dims"):
     _np_functions[np.permute_dims] = transpose
 FUNCTIONS.update(_np_functions)
 
-# The NumPy surface of issue 11 (sorting, order statistics, splitting, grids, fft shifts).
+# More of the NumPy surface (sorting, order statistics, splitting, grids, fft shifts).
 FUNCTIONS.update({
     np.cumprod: cumprod, np.sort: sort, np.argsort: argsort, np.partition: partition,
     np.argpartition: argpartition, np.argmax: argmax, np.argmin: argmin,
