@@ -13,16 +13,13 @@ import subprocess
 import sys
 import time
 
+import dask.array as da
 import numpy as np
 import pytest
+from distributed import Client, LocalCluster
 
-pytest.importorskip("distributed", reason="FiniteSum needs dask[distributed]")
-
-import dask.array as da  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
-
-import newtonad as nad  # noqa: E402
-from newtonad.finite_sum import FiniteSumTimeout  # noqa: E402
+import newtonad as nad
+from newtonad.finite_sum import FiniteSumTimeout
 
 ROWS, COLS, CHUNK = 600, 5, 100
 ENGINE = "numpy"

@@ -17,8 +17,6 @@ from scipy.optimize import NonlinearConstraint
 
 from newtonad.solvers import minimize
 
-pytest.importorskip("newtonad.objective")
-
 
 def rosen(x):
     return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)

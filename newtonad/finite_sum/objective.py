@@ -66,10 +66,6 @@ class FiniteSumWorkersLost(RuntimeError):
     """A round of work found the cluster without any worker for ``_NO_WORKERS_GRACE`` s."""
 
 
-class _WorkerGone(Exception):
-    """A worker of the direct path could not be reached or lacked a chunk's state."""
-
-
 class FiniteSum:
     """A finite-sum objective whose data stay on Dask workers.
 

@@ -30,7 +30,7 @@ from typing import Any, Callable, Hashable, Sequence
 import numpy as np
 
 __all__ = ["TermSpec", "Partial", "value_and_grad_group", "hvp_group", "value_and_grad_here",
-           "hvp_here", "forget_term", "add_partials", "held_terms"]
+           "hvp_here", "forget_term", "add_partials"]
 
 
 @dataclass(frozen=True)
@@ -212,8 +212,3 @@ def forget_term(name: str) -> bool:
     """Drop a term's state from this worker process (called by ``FiniteSum.close``)."""
     with _LOCK:
         return _TERMS.pop(name, None) is not None
-
-
-def held_terms() -> dict[str, int]:
-    """For inspection and tests: term name -> number of chunk Objectives held here."""
-    return {name: len(state.objectives) for name, state in _TERMS.items()}

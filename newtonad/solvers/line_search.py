@@ -250,6 +250,10 @@ def first_step(f0: float, slope: float, f_prev: Optional[float]) -> float:
     return 1.0 if alpha < 0.0 else alpha
 
 
+class _NonFinite(Exception):
+    """A trial step met a non-finite value or slope: :func:`wolfe` gives up on the search."""
+
+
 def wolfe_scalar(phi: Callable[[float], float], derphi: Callable[[float], float], f0: float,
                  slope: float, f_prev: Optional[float] = None, *, c1: float = 1e-4,
                  c2: float = 0.9, stpmin: float = _STPMIN, stpmax: float = _STPMAX,
@@ -331,7 +335,6 @@ def wolfe(fun: Callable[[np.ndarray], float], jac: Callable[[np.ndarray], np.nda
     """
     seen: dict[float, tuple[np.ndarray, float]] = {}
     grads: dict[float, np.ndarray] = {}
-    bad = [False]
 
     def phi(s: float) -> float:
         if s not in seen:
@@ -340,7 +343,7 @@ def wolfe(fun: Callable[[np.ndarray], float], jac: Callable[[np.ndarray], np.nda
             seen[s] = (xs, fun(xs))
         f = seen[s][1]
         if not math.isfinite(f):
-            bad[0] = True
+            raise _NonFinite
         return f
 
     def derphi(s: float) -> float:
@@ -349,26 +352,14 @@ def wolfe(fun: Callable[[np.ndarray], float], jac: Callable[[np.ndarray], np.nda
             grads[s] = jac(seen[s][0])
         d = dot(grads[s], p)
         if not math.isfinite(d):
-            bad[0] = True
+            raise _NonFinite
         return d
 
-    with np.errstate(all="ignore"):
-        search = MoreThuente(c1, c2, _XTOL, _STPMIN, _STPMAX)
-        stp = first_step(f0, slope, f_prev)
-        if not _STPMIN <= stp <= _STPMAX:  # e.g. 0 when f did not change: fail, as dcsrch does
-            return None
-        search.start(f0, slope, stp)
-        alpha = None
-        for _ in range(_MAX_TRIALS):
-            f = phi(stp)
-            d = derphi(stp)
-            if bad[0]:  # a nan or inf: the caller's backtracking copes with those
-                return None
-            nxt = search.next_step(f, d)
-            if nxt is None:
-                alpha = stp if search.converged else None
-                break
-            stp = nxt
+    try:
+        with np.errstate(all="ignore"):
+            alpha, _ = wolfe_scalar(phi, derphi, f0, slope, f_prev, c1=c1, c2=c2)
+    except _NonFinite:  # a nan or inf: the caller's backtracking copes with those
+        return None
     if alpha is None:
         return None
     g_new = grads[alpha]

@@ -208,7 +208,7 @@ def serve() -> None:
             program, options = loads_program(payload)
             options = options or LoweringOptions.current()
             # not through the in-memory cache: the kernel must be on disk where asked
-            run = numba_engine._compile.__wrapped__(program, options)
+            run = numba_engine.compile_uncached(program, options)
             status = "ok" if getattr(run, "dispatcher", None) is not None else "numpy"
             detail = ""
         except Exception as exc:  # noqa: BLE001  (reported, never raised)

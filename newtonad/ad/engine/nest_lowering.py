@@ -50,7 +50,6 @@ from .loop_ir import (
     Text,
     Threadable,
     Var,
-    code_lines,
     is_simple,
     placed_local,
     slot_temp,
@@ -102,10 +101,6 @@ class NestWriter:
     def guard_since(self, start: int, guard: Guard) -> None:
         """Run the statements placed from ``start`` on under ``guard`` (:func:`.passes.under`)."""
         self.placed[start:] = under(self.placed[start:], guard, self.levels)
-
-    def statements(self) -> int:
-        """How many lines of code (not comments) have been emitted."""
-        return sum(code_lines(p.stmts) for p in self.placed)
 
 
     def load(self, i: int, m: IMap) -> Any:

@@ -197,12 +197,6 @@ def purge(name: str, path: Path, numba_dir: str | os.PathLike | None = None) -> 
     sys.modules.pop(name, None)
 
 
-def cached_files(name: str, path: Path) -> list[Path]:
-    """numba's index and data files of one module (for tests and tools)."""
-    pycache = path.parent / "__pycache__"
-    return sorted(f for f in pycache.glob(name + ".*") if f.suffix in (".nbi", ".nbc"))
-
-
 # ---- kernel metadata -------------------------------------------------------------------------
 
 META_FORMAT = 2

@@ -480,11 +480,15 @@ def compile_program(program: Program,
     cached kernels are kept per program and options. See the module docstring for the
     output-buffer contract (``out=`` and ``run.reusing_outputs()``).
     """
-    return _compile(program, options or LoweringOptions.current())
+    return _remembered(program, options or LoweringOptions.current())
 
 
-@functools.lru_cache(maxsize=256)
-def _compile(program: Program, options: LoweringOptions) -> Callable[..., tuple]:
+def compile_uncached(program: Program, options: LoweringOptions) -> Callable[..., tuple]:
+    """:func:`compile_program` without the in-process memo of runners.
+
+    The kernel is loaded from the disk cache or compiled and written there; the
+    background compiler uses this, because its kernel must land on disk.
+    """
     run = _load_cached(program, options)
     if run is not None:
         return run
@@ -508,7 +512,10 @@ def _compile(program: Program, options: LoweringOptions) -> Callable[..., tuple]
     return make_runner(fn, kernel, dispatcher, path)
 
 
+# runners kept per (program, options) for this process
+_remembered = functools.lru_cache(maxsize=256)(compile_uncached)
+
 register("numba", compile_program)
 
-__all__ = ["NumbaFallbackWarning", "check_outputs", "compile_program", "load_cached", "lower",
-           "make_runner", "source"]
+__all__ = ["NumbaFallbackWarning", "check_outputs", "compile_program", "compile_uncached",
+           "load_cached", "lower", "make_runner", "source"]
