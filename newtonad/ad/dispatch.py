@@ -72,6 +72,9 @@ def qualified_name(fn: Any) -> str:
 #: code object of a wrapped SciPy original -> [(public name, class of the instance or None)]
 ORIGINAL_CODE: dict[Any, list[tuple[str, type | None]]] = {}
 
+#: [whether SciPy's functions are routed now]; newtonad.scipy_routing sets it
+SCIPY_ROUTING = [True]
+
 
 def remember_original(original: Any, public_name: str, cls: type | None) -> None:
     """Record the code of a SciPy function that :mod:`.scipy_dispatch` wrapped."""
@@ -101,6 +104,12 @@ def scipy_caller_hint() -> str | None:
 def _hint_text(public_name: str, method: bool) -> str:
     module, _, attr = public_name.rpartition(".")
     ours = "newtonad." + public_name
+    if not SCIPY_ROUTING[0]:
+        instead = "" if method else f", or call {ours}(...), which traces either way"
+        return (f"{public_name} was called on a traced value while newtonad's routing of SciPy "
+                f"functions is off (newtonad.scipy_routing(False), or NEWTONAD_SCIPY_ROUTING=0 "
+                f"at import), so SciPy's own code ran and needed concrete numbers. Turn it on "
+                f"with newtonad.scipy_routing(True) (or unset NEWTONAD_SCIPY_ROUTING){instead}.")
     if method:
         return (f"{public_name} received a traced value but ran SciPy's own code, which "
                 f"needs concrete numbers (a method bound before newtonad routed it). Call "

@@ -21,9 +21,9 @@ Supported (values match NumPy / SciPy; stacks of matrices ``(..., m, n)`` everyw
 * ``scipy.linalg``: ``solve_triangular`` (``trans``, ``lower``, ``unit_diagonal``),
   ``cholesky`` (upper by default), ``cho_factor`` / ``cho_solve``. ``overwrite_*`` and
   ``check_finite`` are accepted: they do not change the result (traced values are never
-  overwritten; non-finite input gives NaN instead of scipy's ValueError). SciPy is imported
-  only when the user imports ``scipy.linalg`` (it costs ~90 ms): its functions are
-  registered then.
+  overwritten; non-finite input gives NaN instead of scipy's ValueError). They are
+  registered by name (:data:`SCIPY_FUNCTIONS`): newtonad never imports ``scipy.linalg``
+  (it costs ~90 ms); :mod:`.scipy_dispatch` routes them when the user does.
 
 Not supported, with NotImplementedError naming the parameter: ``svd(hermitian=True)``,
 ``svd(full_matrices=True)`` of a non-square matrix (the extra columns are not unique: pass
@@ -39,10 +39,8 @@ at constant rank.
 
 from __future__ import annotations
 
-import importlib.abc
 import operator
 import string
-import sys
 import types
 import warnings
 from collections import namedtuple
@@ -465,55 +463,15 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     return dec.triangular_solve(c, y, lower=False)
 
 
-SCIPY_LINALG: dict[str, Callable] = {
-    "solve_triangular": solve_triangular, "cholesky": scipy_cholesky,
-    "cho_factor": cho_factor, "cho_solve": cho_solve,
+SCIPY_FUNCTIONS: dict[str, Callable] = {
+    "scipy.linalg.solve_triangular": solve_triangular, "scipy.linalg.cholesky": scipy_cholesky,
+    "scipy.linalg.cho_factor": cho_factor, "scipy.linalg.cho_solve": cho_solve,
 }
-"""scipy.linalg functions by name, registered in :data:`FUNCTIONS` once scipy.linalg is
-imported (by the user, or by anything else)."""
+"""scipy.linalg functions by public name (no import of SciPy here), registered in
+:data:`newtonad.ad.dispatch.SCIPY_FUNCTIONS`: :mod:`.scipy_dispatch` routes them once
+scipy.linalg is imported (by the user, or by anything else)."""
 
-
-def register_scipy_linalg() -> None:
-    """Add the scipy.linalg functions to :data:`FUNCTIONS` and to the dispatch table."""
-    module = sys.modules["scipy.linalg"]
-    table = {getattr(module, name): fn for name, fn in SCIPY_LINALG.items()}
-    FUNCTIONS.update(table)
-    dispatch.FUNCTIONS.update(table)
-
-
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Runs a callback right after a module is first imported (no import of it here)."""
-
-    def __init__(self, name: str, callback: Callable[[], None]):
-        self.name, self.callback = name, callback
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != self.name:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        loader, callback = spec.loader, self.callback
-        run = loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
-            callback()
-
-        loader.exec_module = exec_module  # the loader instance belongs to this spec only
-        return spec
-
-
-if "scipy.linalg" in sys.modules:
-    register_scipy_linalg()
-else:
-    sys.meta_path.insert(0, _AfterImport("scipy.linalg", register_scipy_linalg))
+dispatch.SCIPY_FUNCTIONS.update(SCIPY_FUNCTIONS)
 
 
 # ---- the explicit namespace: newtonad.numpy.linalg -----------------------------------------------

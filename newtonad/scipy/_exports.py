@@ -9,7 +9,6 @@ from ..ad import scipy_dispatch
 
 
 def routed_exports(module: ModuleType) -> dict[str, Any]:
-    """The routed functions and distributions of SciPy's ``module``, wrapped, by name."""
-    scipy_dispatch.install_pending()
-    names = {path.split(".")[0] for path in scipy_dispatch.routed().get(module.__name__, {})}
-    return {name: getattr(module, name) for name in sorted(names) if hasattr(module, name)}
+    """The routed functions (newtonad's wrappers, which trace whether or not
+    ``newtonad.scipy_routing`` is on) and distributions of SciPy's ``module``, by name."""
+    return scipy_dispatch.traced_exports(module)
