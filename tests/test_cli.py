@@ -223,7 +223,7 @@ def test_demo_table(capsys):
     assert code == 0, err
     lines = out.splitlines()
     assert "newtonad.minimize" in out and "scipy + newtonad derivatives" in out
-    for method in methods.NATIVE_METHODS:
+    for method in methods.COMPARED_METHODS:
         assert sum(method in line for line in lines) >= 3  # two problems + summary
     assert "rosenbrock" in out and "beale" in out
     assert "8/8" not in out  # per method: 2/2 problems

@@ -363,7 +363,7 @@ def test_scipy_option_names_accepted(method):
     values = {"gtol": 1e-6, "maxiter": 500, "disp": False, "return_all": True, "max_time": 60,
               "xtol": 1e-12, "eps": 1e-8, "c1": 1e-4, "c2": 0.9, "workers": None,
               "initial_trust_radius": 0.5, "max_trust_radius": 100.0, "eta": 0.1,
-              "inexact": False, "subproblem_maxiter": 30}
+              "inexact": False, "subproblem_maxiter": 30, "preconditioner": None}
     opts = {name: values[name] for name in ACCEPTED_OPTIONS[method]}
     with warnings.catch_warnings():
         warnings.simplefilter("error")

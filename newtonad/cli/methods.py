@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from newtonad._suggest import did_you_mean
+from newtonad.solvers.methods import METHODS
 from newtonad.solvers.options import NATIVE_METHODS
 from newtonad.solvers.scipy_bridge import SCIPY_METHODS
 
@@ -20,7 +21,7 @@ __all__ = ["NATIVE_METHODS", "COMPARED_METHODS", "SCIPY_METHODS", "LEAST_SQUARES
            "resolve_method", "default_method", "load_minimize", "suggest"]
 
 #: what the demo compares: each native method against scipy's method of that name
-COMPARED_METHODS = NATIVE_METHODS
+COMPARED_METHODS = tuple(m for m in NATIVE_METHODS if METHODS[m].scipy_peer)
 
 #: the command line's name for ``newtonad.least_squares`` (``"scipy:least-squares"``:
 #: scipy's own ``least_squares`` with ``jac="2-point"``)

@@ -18,6 +18,9 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from newtonad.solvers.methods import METHODS
+from newtonad.solvers.scipy_bridge import HESS_METHODS, HESSP_METHODS, NO_JAC_METHODS
+
 from .methods import LEAST_SQUARES, load_minimize
 
 __all__ = ["CompileClock", "Prep", "Run", "prepare", "solve", "warm_up", "SOLVED_RTOL",
@@ -29,9 +32,10 @@ _log = logging.getLogger("newtonad.cli")
 #: a run "solved" a problem when f <= f* + SOLVED_RTOL * max(1, |f*|)
 SOLVED_RTOL = 1e-5
 
-_SCIPY_HESSP = frozenset({"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"})
-_SCIPY_HESS = frozenset({"dogleg", "trust-exact"})
-_SCIPY_NO_JAC = frozenset({"nelder-mead", "powell", "cobyla", "cobyqa"})
+# what scipy's methods take (the solvers' own lists, not a copy)
+_SCIPY_HESSP = HESSP_METHODS
+_SCIPY_HESS = HESS_METHODS
+_SCIPY_NO_JAC = NO_JAC_METHODS
 #: methods that use values only: no gradient is computed or counted for them
 DERIVATIVE_FREE = _SCIPY_NO_JAC
 
@@ -166,7 +170,8 @@ class Prep:
 def hessian_kind(problem: Any, method: str, engine: Optional[str] = None) -> Optional[str]:
     """``"dense"``, ``"sparse"`` or ``None``: the Hessian matrix ``method`` will form.
 
-    trust-exact run by ``newtonad.minimize`` asks the library's own rule
+    A native method that needs a Hessian matrix (the method table's ``needs``:
+    trust-exact) asks the library's own rule
     (:func:`newtonad.solvers.sparse_exact.use_sparse_hessian`: a large n and a sparse
     pattern take the sparse path); scipy's trust-exact and dogleg form dense ones.
 
@@ -180,9 +185,13 @@ def hessian_kind(problem: Any, method: str, engine: Optional[str] = None) -> Opt
     from .cost import DENSE_HESSIAN
 
     meth = method.removeprefix("scipy:")
-    if meth not in DENSE_HESSIAN:
+    native = METHODS.get(meth) if not method.startswith("scipy:") else None
+    if native is not None:
+        if "hessian" not in native.needs:
+            return None
+    elif meth not in DENSE_HESSIAN:
         return None
-    if method.startswith("scipy:") or meth != "trust-exact":
+    else:
         return "dense"
     from newtonad.solvers.problem import FlatProblem
     from newtonad.solvers.sparse_exact import use_sparse_hessian
@@ -315,7 +324,8 @@ def solve(problem: Any, method: str, *, engine: Optional[str] = None, tol: Optio
         run.nfev = int(obj.nfev)
     else:
         run.nfev, run.njev, run.nhev = int(obj.nfev), int(obj.njev), int(obj.nhev)
-    if bare == "trust-exact":
+    native = METHODS.get(bare) if not method.startswith("scipy:") else None
+    if (native is not None and native.dense_hessian_count) or method == "scipy:trust-exact":
         # native: the Hessians formed (the solver counts them); scipy: one per iteration
         run.nhess = int(res.get("nhev", 0))
         hess = res.get("hess")

@@ -21,16 +21,16 @@ stops being positive definite.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 from scipy.linalg import lapack
 
 from .linalg import combine_rows, lanczos_step
 from .tridiagonal import TRSSolution, solve_tridiagonal_trs
-from .trust_region import QuadraticModel
+from .trust_region import QuadraticModel, run_trust_region
 
-__all__ = ["GLTRSubproblem"]
+__all__ = ["GLTRSubproblem", "run_native"]
 
 #: bytes of Lanczos vectors kept per point; the Krylov dimension is capped to fit
 BASIS_MEMORY = 256 * 2**20
@@ -253,3 +253,15 @@ class GLTRSubproblem(QuadraticModel):
         lives in the driver's workspace (see :class:`~.trust_region.QuadraticModel`).
         """
         return combine_rows(h, self._basis, self._vector("gltr-step"))
+
+
+def run_native(problem: Any, x0: np.ndarray, opts: dict,
+               callback: Optional[Callable[[np.ndarray, float], None]],
+               bounds: Optional[object] = None) -> Any:
+    """trust-krylov as ``minimize`` runs it (:func:`.trust_region.run_trust_region`)."""
+    from .preconditioners import preconditioned
+
+    sub_opts = {"inexact": bool(opts.pop("inexact", True))}
+    kind = opts.pop("preconditioner", None)
+    model = GLTRSubproblem if kind is None else preconditioned(GLTRSubproblem, kind)
+    return run_trust_region(problem, x0, model, opts, callback, sub_opts)

@@ -10,7 +10,7 @@ from scipy.optimize import BFGS, OptimizeResult, OptimizeWarning
 from scipy.sparse import issparse
 
 from .._suggest import did_you_mean
-from . import monitor
+from .bounds import parse_bounds
 from .derivatives import (
     CombinedObjective,
     DirectObjective,
@@ -19,8 +19,9 @@ from .derivatives import (
     hess_kind,
     jac_kind,
 )
+from .methods import DEFAULT_METHOD, METHODS, NATIVE_METHODS, default_method, is_native
 from .monitor import Status, wrap_callback
-from .options import NATIVE_METHODS, check_options_type, check_tol, parse_options
+from .options import check_options_type, check_tol, parse_options
 from .problem import FlatProblem, check_x0, has_objective_protocol
 from .scipy_bridge import (
     _HESS,
@@ -31,7 +32,7 @@ from .scipy_bridge import (
     minimize_with_scipy,
     uses_gradient,
 )
-from .start import clipped_start, scipy_start_failure, start_failure, start_message
+from .start import clipped_start, scipy_start_failure
 
 __all__ = ["minimize", "choose_method", "DEFAULT_METHOD"]
 
@@ -90,7 +91,7 @@ def _no_ad(f: Callable) -> Any:
 
 def _uses_hessian(meth: str) -> bool:
     """Whether ``meth`` (a native name, a scipy name or ``"_custom"``) takes a Hessian."""
-    return meth in NATIVE_METHODS or meth in _HESS or meth in _HESSP or meth == "_custom"
+    return is_native(meth) or meth in _HESS or meth in _HESSP or meth == "_custom"
 
 
 def _traceable(objective: Any, fun: Any, args: tuple, x: np.ndarray) -> Any:
@@ -146,12 +147,9 @@ def _warn_unsuccessful(meth: str, res: OptimizeResult, opts: dict) -> None:
     ``OptimizeWarning`` for newton-cg, a ``RuntimeWarning`` for the trust methods."""
     if not opts.get("disp") or res.success or res.status == Status.NONFINITE_START:
         return
-    category = OptimizeWarning if meth == "newton-cg" else RuntimeWarning
+    category = (OptimizeWarning if METHODS[meth].failure_warning == "OptimizeWarning"
+                else RuntimeWarning)
     warnings.warn(str(res.message), category, stacklevel=3)
-
-
-#: newtonad's choice when neither bounds nor constraints are given (scipy's is BFGS)
-DEFAULT_METHOD = "trust-ncg"
 
 
 def choose_method(method: Any, bounds: Any, constraints: Any) -> Any:
@@ -166,68 +164,14 @@ def choose_method(method: Any, bounds: Any, constraints: Any) -> Any:
         return method
     if isinstance(constraints, np.ndarray) and constraints.size > 1:
         constraints = list(constraints)  # scipy's ``if constraints`` would raise here
-    if constraints:
-        return "SLSQP"
-    if bounds is not None:
-        return "L-BFGS-B"
-    return DEFAULT_METHOD
-
-
-def _native_start(meth: str, problem: FlatProblem, x0: np.ndarray
-                  ) -> Union[tuple[float, np.ndarray], OptimizeResult]:
-    """Value and gradient at ``x0`` for a native run, or the refused result (:mod:`.start`).
-
-    The methods of Hessian-vector products say so first, so that the gradient pass at
-    ``x0`` keeps the residuals their first products need.
-    """
-    if meth != "trust-exact":
-        problem.expect_products(x0)
-    f0, g0 = problem.value_and_grad(x0, check=True)
-    message = start_message(f0, g0)
-    if message is None:
-        return f0, g0
-    return start_failure(problem.unflatten(x0), f0, problem.unflatten(g0), message,
-                         problem.counts())
+    return default_method(bounds, constraints)
 
 
 def _run_native(meth: str, problem: FlatProblem, x0: np.ndarray, opts: dict,
-                callback: Optional[Callable[[np.ndarray, float], None]]) -> OptimizeResult:
-    if meth == "newton-cg":
-        from .newton_cg import minimize_newton_cg
-        started = monitor.clock()
-        start = _native_start(meth, problem, x0)
-        if isinstance(start, OptimizeResult):
-            return start
-        return minimize_newton_cg(problem, x0, callback=callback, start=start,
-                                  started=started, **opts)
-    from .trust_region import QuadraticModel, minimize_trust_region
-    subproblem: type[QuadraticModel]
-    sub_opts: dict[str, Any] = {}
-    if meth == "trust-ncg":
-        from .steihaug import SteihaugSubproblem
-        subproblem = SteihaugSubproblem
-    elif meth == "trust-krylov":
-        from .gltr import GLTRSubproblem
-        subproblem = GLTRSubproblem
-        sub_opts["inexact"] = bool(opts.pop("inexact", True))
-    else:
-        from .exact import ExactSubproblem, check_size
-        from .sparse_exact import SparseExactSubproblem, use_sparse_hessian
-        if use_sparse_hessian(problem, x0, bool(opts.get("disp"))):
-            subproblem = SparseExactSubproblem
-        else:
-            subproblem = ExactSubproblem
-            check_size(problem.n)
-        if opts.get("subproblem_maxiter") is not None:
-            sub_opts["maxiter"] = int(opts["subproblem_maxiter"])
-        opts.pop("subproblem_maxiter", None)
-    started = monitor.clock()
-    start = _native_start(meth, problem, x0)  # after trust-exact's size check
-    if isinstance(start, OptimizeResult):
-        return start
-    return minimize_trust_region(problem, x0, subproblem, callback=callback,
-                                 subproblem_options=sub_opts, start=start, started=started,
-                                 **opts)
+                callback: Optional[Callable[[np.ndarray, float], None]],
+                bounds: Any = None) -> OptimizeResult:
+    """Run the native method ``meth`` through its entry in the method table."""
+    return METHODS[meth].runner()(problem, x0, opts, callback, bounds=bounds)
 
 
 def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
@@ -407,10 +351,15 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         args = (args,)
     method = choose_method(method, bounds, constraints)
     meth = "_custom" if callable(method) else str(method).lower()
-    native = meth in NATIVE_METHODS
+    native = is_native(meth)
     meth = meth.removeprefix("scipy:")
     objective = _as_objective(fun, args, jac, hess, hessp, direct=meth in _NO_JAC)
-    x_start = x0 if native else clipped_start(x0, bounds)
+    box = None
+    if native and METHODS[meth].bounds and bounds is not None:
+        box = parse_bounds(bounds, x0.size)  # scipy's errors, before any evaluation
+        x_start = np.clip(x0.reshape(-1), *box).reshape(x0.shape)
+    else:
+        x_start = x0 if native else clipped_start(x0, bounds)
     fallback = _traceable(objective, fun, args, x_start)
     if fallback is not None:
         objective = _fallback_objective(fun, args, hess, hessp, meth, x_start, fallback)
@@ -419,16 +368,19 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         return _delegate(objective, x0, method, "_custom", jac, tol=tol, options=options,
                          callback=callback, bounds=bounds, constraints=constraints)
     if native:
-        if bounds is not None:
+        entry = METHODS[meth]
+        if bounds is not None and not entry.bounds:
             warnings.warn(f"Method {method} cannot handle bounds.", RuntimeWarning, stacklevel=2)
         if constraints is not None and not (isinstance(constraints, (list, tuple))
                                             and len(constraints) == 0):
             warnings.warn(f"Method {method} cannot handle constraints.", RuntimeWarning,
                           stacklevel=2)
         opts = parse_options(meth, options, tol)
-        problem = FlatProblem(objective, x0.shape, dense_hessian_count=meth == "trust-exact")
+        problem = FlatProblem(objective, x0.shape,
+                              dense_hessian_count=entry.dense_hessian_count)
         res = _run_native(meth, problem, x0.reshape(-1), opts,
-                          wrap_callback(callback, problem.unflatten))
+                          wrap_callback(callback, problem.unflatten),
+                          bounds=box)
         _warn_unsuccessful(meth, res, opts)
         if "hess" in res and not issparse(res["hess"]):  # the sparse path's stays (n, n)
             res["hess"] = res["hess"].reshape(x0.shape + x0.shape)

@@ -38,7 +38,7 @@ from .problem import FlatProblem, HessOperator
 from .scratch import POOL_FROM, Workspace, borrow, give_back
 from .trust_region import check_start, converged
 
-__all__ = ["minimize_newton_cg", "truncated_cg", "CGStep"]
+__all__ = ["minimize_newton_cg", "truncated_cg", "CGStep", "run_native"]
 
 
 class CGStep(NamedTuple):
@@ -105,6 +105,19 @@ def truncated_cg(hv: HessOperator, g: np.ndarray, gnorm: float, eta: float,
     return CGStep(z, maxiter, False)
 
 
+def _preconditioned_cg(problem: FlatProblem, x: np.ndarray, hv: HessOperator, g: np.ndarray,
+                       eta: float, maxiter: int, deadline: float, kind: str) -> CGStep:
+    """:func:`truncated_cg` in the variables ``y = Cᵀ p`` of ``M = C Cᵀ`` at ``x``
+    (:mod:`.preconditioners`); the direction returned is ``p = C⁻ᵀ y``."""
+    from .preconditioners import make_preconditioner, precondition_products, sparse_hessian_at
+
+    m = make_preconditioner(kind, sparse_hessian_at(problem, x))
+    assert m is not None
+    gt = m.left(g)
+    step = truncated_cg(precondition_products(m, hv), gt, norm(gt), eta, maxiter, deadline)
+    return step._replace(p=m.right(step.p))
+
+
 def _started(z: np.ndarray, j: int) -> np.ndarray:
     """The iterate ``z`` after ``j`` iterations: zero before the first (which sets it)."""
     if j == 0:
@@ -118,7 +131,8 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
                        disp: bool = False, return_all: bool = False,
                        callback: Optional[Callable[[np.ndarray, float], None]] = None,
                        start: Optional[tuple[float, np.ndarray]] = None,
-                       started: Optional[float] = None) -> OptimizeResult:
+                       started: Optional[float] = None,
+                       preconditioner: Optional[str] = None) -> OptimizeResult:
     """Minimise by line-search truncated Newton (see the module docstring).
 
     Parameters
@@ -148,6 +162,10 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
     started : float, optional
         :func:`.monitor.clock` value at which the run started, when before this call
         (``minimize`` evaluates ``x0`` first): ``max_time`` counts from it.
+    preconditioner : {None, "diagonal", "ichol"}
+        Preconditioned CG (:mod:`.preconditioners`): CG on ``C⁻¹ H C⁻ᵀ y = -C⁻¹ g``,
+        ``p = C⁻ᵀ y``, with ``M = C Cᵀ`` formed at each iterate from the sparse
+        Hessian there.
 
     Returns
     -------
@@ -163,7 +181,8 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
     workspace = borrow()  # the CG vectors, warm from an earlier run if any
     try:
         return _newton_cg_loop(problem, x0, monitor, workspace, gtol=gtol, xtol=xtol,
-                               maxiter=maxiter, c1=c1, c2=c2, start=start)
+                               maxiter=maxiter, c1=c1, c2=c2, start=start,
+                               preconditioner=preconditioner)
     finally:
         give_back(workspace)
 
@@ -171,7 +190,8 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
 def _newton_cg_loop(problem: FlatProblem, x0: np.ndarray, monitor: Monitor,
                     workspace: Workspace, *, gtol: float, xtol: Optional[float],
                     maxiter: int, c1: float, c2: float,
-                    start: Optional[tuple[float, np.ndarray]]) -> OptimizeResult:
+                    start: Optional[tuple[float, np.ndarray]],
+                    preconditioner: Optional[str] = None) -> OptimizeResult:
     """The outer loop of :func:`minimize_newton_cg` (arguments checked there)."""
     n = problem.n
     cg_maxiter = max(2 * n, 20)
@@ -193,7 +213,11 @@ def _newton_cg_loop(problem: FlatProblem, x0: np.ndarray, monitor: Monitor,
             break
         eta = min(0.5, gnorm)
         hv = problem.linearize_hessp(x, scratch=True)  # truncated_cg drops each H d at once
-        step = truncated_cg(hv, g, gnorm, eta, cg_maxiter, monitor.deadline, workspace)
+        if preconditioner is None:
+            step = truncated_cg(hv, g, gnorm, eta, cg_maxiter, monitor.deadline, workspace)
+        else:
+            step = _preconditioned_cg(problem, x, hv, g, eta, cg_maxiter, monitor.deadline,
+                                      preconditioner)
         if step.nonfinite_hessian:
             problem.note_nonfinite_hessian()
         if monitor.out_of_time():
@@ -272,3 +296,19 @@ def _search(problem: FlatProblem, x: np.ndarray, f: float, g: np.ndarray, step: 
             return ls.alpha, ls.x, ls.fun, g_new
         alpha0 = 0.1 * ls.alpha
     return None
+
+
+def run_native(problem: FlatProblem, x0: np.ndarray, opts: dict,
+               callback: Optional[Callable[[np.ndarray, float], None]],
+               bounds: Optional[object] = None) -> OptimizeResult:
+    """newton-cg as ``minimize`` runs it: the start checked (:mod:`.start`), then
+    :func:`minimize_newton_cg` with the parsed options ``opts``."""
+    from . import monitor
+    from .start import native_start
+
+    started = monitor.clock()
+    start = native_start(problem, x0)
+    if isinstance(start, OptimizeResult):
+        return start
+    return minimize_newton_cg(problem, x0, callback=callback, start=start, started=started,
+                              **opts)

@@ -15,32 +15,18 @@ from typing import Any, Mapping, Optional
 
 from scipy.optimize import OptimizeWarning
 
+from .methods import METHODS, NATIVE_METHODS, PRECONDITIONERS
+
 __all__ = ["NATIVE_METHODS", "ACCEPTED_OPTIONS", "IGNORED_OPTIONS", "parse_options",
-           "check_options_type", "check_tol"]
+           "check_options_type", "check_tol", "check_preconditioner"]
 
-NATIVE_METHODS = ("newton-cg", "trust-ncg", "trust-krylov", "trust-exact")
-
-_COMMON = frozenset({"gtol", "maxiter", "disp", "return_all", "max_time"})
-_TRUST = _COMMON | {"initial_trust_radius", "max_trust_radius", "eta", "inexact",
-                    "subproblem_maxiter", "workers"}
-
-#: every option name each native method takes without a warning
-ACCEPTED_OPTIONS: dict[str, frozenset] = {
-    "newton-cg": _COMMON | {"xtol", "eps", "c1", "c2", "workers"},
-    "trust-ncg": _TRUST,
-    "trust-krylov": _TRUST,
-    "trust-exact": _TRUST,
-}
+#: every option name each native method takes without a warning (from the method table)
+ACCEPTED_OPTIONS: dict[str, frozenset] = {m.name: m.accepted for m in METHODS.values()}
 
 #: scipy options that have no effect here (finite-difference step, workers for
 #: finite differences, and trust-krylov's / trust-exact's own options on the
 #: other trust-region methods, which scipy accepts silently too)
-IGNORED_OPTIONS: dict[str, frozenset] = {
-    "newton-cg": frozenset({"eps", "workers"}),
-    "trust-ncg": frozenset({"workers", "inexact", "subproblem_maxiter"}),
-    "trust-krylov": frozenset({"workers", "subproblem_maxiter"}),
-    "trust-exact": frozenset({"workers", "inexact"}),
-}
+IGNORED_OPTIONS: dict[str, frozenset] = {m.name: m.ignored for m in METHODS.values()}
 
 
 #: numeric options and what each must be: (integer?, smallest allowed value, None allowed?);
@@ -89,6 +75,13 @@ def _check_numeric(name: str, value: Any) -> None:
         raise ValueError(f"option {name!r} must be >= {smallest}, got {value!r}")
 
 
+def check_preconditioner(value: Any) -> None:
+    """Raise ``ValueError`` unless ``value`` is one of :data:`.methods.PRECONDITIONERS`."""
+    if not (value is None or (isinstance(value, str) and value in PRECONDITIONERS)):
+        raise ValueError(f"option 'preconditioner' must be one of "
+                         f"{', '.join(map(repr, PRECONDITIONERS))}, got {value!r}")
+
+
 def parse_options(method: str, options: Optional[Mapping[str, Any]], tol: Optional[float]
                   ) -> dict[str, Any]:
     """Solver keyword arguments for a native ``method`` from scipy-style options.
@@ -134,6 +127,8 @@ def parse_options(method: str, options: Optional[Mapping[str, Any]], tol: Option
                       OptimizeWarning, stacklevel=3)
     for name in _NUMERIC.keys() & opts.keys() & accepted:
         _check_numeric(name, opts[name])
+    if "preconditioner" in opts and "preconditioner" in accepted:
+        check_preconditioner(opts["preconditioner"])
     ignored = IGNORED_OPTIONS[method]
     return {name: value for name, value in opts.items()
             if name in accepted and name not in ignored}

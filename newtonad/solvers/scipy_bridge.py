@@ -47,6 +47,8 @@ SCIPY_METHODS = ("nelder-mead", "powell", "cg", "bfgs", "newton-cg", "l-bfgs-b",
 _NO_JAC = frozenset({"nelder-mead", "powell", "cobyla", "cobyqa"})
 _HESSP = frozenset({"newton-cg", "trust-ncg", "trust-constr", "trust-krylov"})
 _HESS = frozenset({"dogleg", "trust-exact"})
+#: public names of the three lists above, for the command line
+NO_JAC_METHODS, HESSP_METHODS, HESS_METHODS = _NO_JAC, _HESSP, _HESS
 #: which take the gradient as a finite-difference keyword, and the Hessian as a keyword or a
 #: HessianUpdateStrategy (scipy's lists in _minimize.py and the methods' own checks)
 _FD_JAC = frozenset({"trust-constr", "bfgs", "cg", "l-bfgs-b", "tnc", "slsqp"})

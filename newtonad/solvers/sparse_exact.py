@@ -38,21 +38,30 @@ stored) is done once per Hessian, so each λ costs one factorisation.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 from scipy import sparse
 
-from .exact import _THETA, MAX_DENSE_N, DenseTRS, ExactSubproblem, HessianBounds, eigen_trs
+from . import monitor
+from .exact import (
+    _THETA,
+    MAX_DENSE_N,
+    DenseTRS,
+    ExactSubproblem,
+    HessianBounds,
+    check_size,
+    eigen_trs,
+)
 from .linalg import dot, norm
 from .monitor import DeadlinePassed, past
 from .sparse_factors import _Factor, _factoriser, bandwidth, choose_ordering
-from .trust_region import boundary_intersections
+from .trust_region import boundary_intersections, run_trust_region
 
 _EPS = float(np.finfo(float).eps)
 
 __all__ = ["SparseExactSubproblem", "solve_sparse_trs", "sparse_bounds", "choose_ordering",
-           "bandwidth", "use_sparse_hessian", "MAX_DENSITY", "SPARSE_FROM"]
+           "bandwidth", "use_sparse_hessian", "MAX_DENSITY", "SPARSE_FROM", "run_native"]
 
 #: patterns denser than this (non-zeros / n²) take the dense path
 MAX_DENSITY = 0.2
@@ -264,3 +273,23 @@ class SparseExactSubproblem(ExactSubproblem):
                                 maxiter=self.maxiter, bounds=self._bounds, lam_lo=lam_lo,
                                 ordering=ordering, factor_cache=cache,
                                 deadline=self.deadline)
+
+
+def run_native(problem: Any, x0: np.ndarray, opts: dict,
+               callback: Optional[Callable[[np.ndarray, float], None]],
+               bounds: Optional[object] = None) -> Any:
+    """trust-exact as ``minimize`` runs it: the sparse path when
+    :func:`use_sparse_hessian` says so, else the dense one after its size check."""
+    subproblem: type[ExactSubproblem]
+    if use_sparse_hessian(problem, x0, bool(opts.get("disp"))):
+        subproblem = SparseExactSubproblem
+    else:
+        subproblem = ExactSubproblem
+        check_size(problem.n)
+    sub_opts: dict[str, Any] = {}
+    if opts.get("subproblem_maxiter") is not None:
+        sub_opts["maxiter"] = int(opts["subproblem_maxiter"])
+    opts.pop("subproblem_maxiter", None)
+    # the clock starts after the size check, as the start is evaluated after it
+    return run_trust_region(problem, x0, subproblem, opts, callback, sub_opts,
+                            started=monitor.clock())

@@ -24,8 +24,10 @@ import numpy as np
 from scipy.optimize import Bounds, OptimizeResult
 
 from .monitor import Status
+from .problem import FlatProblem
 
-__all__ = ["start_message", "start_failure", "scipy_start_failure", "clipped_start"]
+__all__ = ["start_message", "start_failure", "scipy_start_failure", "clipped_start",
+           "native_start"]
 
 
 def start_message(f0: float, g0: Optional[np.ndarray]) -> Optional[str]:
@@ -128,3 +130,21 @@ def scipy_start_failure(objective: Any, x0: np.ndarray, uses_gradient: bool,
         return None
     counts = {"nfev": 1, "njev": int(g0 is not None), "nhev": 0}
     return start_failure(x, f0, g0, message, counts)
+
+
+def native_start(problem: FlatProblem, x0: np.ndarray, products: bool = True
+                 ) -> "tuple[float, np.ndarray] | OptimizeResult":
+    """Value and gradient at ``x0`` for a native run, or the refused result.
+
+    With ``products`` (the methods of Hessian-vector products) the objective is told
+    first, so that the gradient pass at ``x0`` keeps the residuals the first products
+    need (:meth:`.FlatProblem.expect_products`).
+    """
+    if products:
+        problem.expect_products(x0)
+    f0, g0 = problem.value_and_grad(x0, check=True)
+    message = start_message(f0, g0)
+    if message is None:
+        return f0, g0
+    return start_failure(problem.unflatten(x0), f0, problem.unflatten(g0), message,
+                         problem.counts())

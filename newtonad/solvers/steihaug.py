@@ -11,15 +11,15 @@ definite.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from .linalg import CONVERGED, NOT_POSITIVE, OUTSIDE, along, axpy, line_dots, steihaug_step
 from .scratch import POOL_FROM
-from .trust_region import QuadraticModel, boundary_intersections
+from .trust_region import QuadraticModel, boundary_intersections, run_trust_region
 
-__all__ = ["SteihaugSubproblem"]
+__all__ = ["SteihaugSubproblem", "run_native"]
 
 #: bytes of CG directions kept per point so that a rejected step is re-solved
 #: without Hessian products
@@ -223,3 +223,14 @@ class SteihaugSubproblem(QuadraticModel):
             along(z, t, d, p)
         self._record(p, -(q + t * rd + 0.5 * t * t * curv))
         return p
+
+
+def run_native(problem: Any, x0: np.ndarray, opts: dict,
+               callback: Optional[Callable[[np.ndarray, float], None]],
+               bounds: Optional[object] = None) -> Any:
+    """trust-ncg as ``minimize`` runs it (:func:`.trust_region.run_trust_region`)."""
+    from .preconditioners import preconditioned
+
+    kind = opts.pop("preconditioner", None)
+    model = SteihaugSubproblem if kind is None else preconditioned(SteihaugSubproblem, kind)
+    return run_trust_region(problem, x0, model, opts, callback)

@@ -19,10 +19,12 @@ from typing import Any, Callable, Optional
 import numpy as np
 from scipy.optimize import OptimizeResult
 
+from . import monitor as _monitor
 from .linalg import dot, norm
 from .monitor import DeadlinePassed, Monitor, Status, past
 from .problem import FlatProblem, HessOperator
 from .scratch import POOL_FROM, Workspace, borrow, give_back
+from .start import native_start
 
 _EPS = float(np.finfo(float).eps)
 #: radius factors of Nocedal & Wright's algorithm 4.1 (and scipy)
@@ -33,7 +35,7 @@ _GROW = 2.0
 MAX_TRUST_RADIUS = 1e10
 
 __all__ = ["QuadraticModel", "minimize_trust_region", "boundary_intersections",
-           "check_start", "converged", "shrunk_radius", "MAX_TRUST_RADIUS"]
+           "check_start", "converged", "shrunk_radius", "MAX_TRUST_RADIUS", "run_trust_region"]
 
 
 def boundary_intersections(zz: float, zd: float, dd: float, radius: float
@@ -89,6 +91,9 @@ class QuadraticModel:
         the driver, which uses a step only until the next ``solve``: then a step may
         live in the workspace and is overwritten by the next ``solve`` of any model of
         the run. Without it every step is a new array.
+    operator : callable, optional
+        The map ``v -> H v`` to use instead of the problem's linearised Hessian (a
+        preconditioned model gives its inner model ``C⁻¹ H C⁻ᵀ``).
     """
 
     #: whether :meth:`solve` works with Hessian-vector products (not a dense Hessian):
@@ -97,7 +102,8 @@ class QuadraticModel:
 
     def __init__(self, problem: FlatProblem, x: np.ndarray, fun: Optional[float] = None,
                  jac: Optional[np.ndarray] = None, deadline: float = math.inf,
-                 workspace: Optional[Workspace] = None, **options: Any) -> None:
+                 workspace: Optional[Workspace] = None,
+                 operator: Optional[HessOperator] = None, **options: Any) -> None:
         self.problem = problem
         self.x = x
         #: scratch arrays the driver hands from the model of one point to the next (one
@@ -114,7 +120,7 @@ class QuadraticModel:
         self._g = jac
         self._g_mag: Optional[float] = None
         self._h: Optional[np.ndarray] = None
-        self._hv: Optional[HessOperator] = None
+        self._hv: Optional[HessOperator] = operator
         self._last_step: Optional[np.ndarray] = None
         self._last_decrease = 0.0
         #: inner (CG / Lanczos / factorisation) iterations since last read
@@ -196,6 +202,11 @@ class QuadraticModel:
         if p is self._last_step:
             return self._last_decrease
         return -(dot(self.jac, p) + 0.5 * dot(p, self.hessp(p)))
+
+    def step_length(self, p: np.ndarray, pp: float) -> float:
+        """The length of an interior step ``p`` (``pp = p @ p``) in the norm of the trust
+        region: Euclidean here; a preconditioned model's is its ellipsoid's."""
+        return math.sqrt(pp)
 
     def out_of_time(self) -> bool:
         """Whether the run's wall-clock budget is spent (inner loops then stop early)."""
@@ -401,7 +412,7 @@ def _trust_region_loop(problem: FlatProblem, x0: np.ndarray,
         inner = m.take_inner_iterations()
         predicted = m.predicted_decrease(p)
         pp = dot(p, p)
-        step_norm = radius if hits_boundary else math.sqrt(pp)
+        step_norm = radius if hits_boundary else m.step_length(p, pp)
         rho = -math.inf  # also for a step or a model that is not finite: shrink
         if predicted > 0.0 and math.isfinite(predicted) and math.isfinite(pp):
             x_new = x + p
@@ -437,3 +448,19 @@ def _trust_region_loop(problem: FlatProblem, x0: np.ndarray,
         returns_hess = False  # forming it now would overrun the time limit
     extra = {"hess": m.hess} if returns_hess else {}
     return monitor.result(status, x, f, m.jac, k, **extra)
+
+
+def run_trust_region(problem: FlatProblem, x0: np.ndarray,
+                     subproblem: Callable[..., QuadraticModel], opts: dict,
+                     callback: Optional[Callable[[np.ndarray, float], None]],
+                     subproblem_options: Optional[dict] = None,
+                     started: Optional[float] = None) -> OptimizeResult:
+    """A native trust-region run from ``minimize``: the start checked (:mod:`.start`),
+    then :func:`minimize_trust_region` with the parsed options ``opts``."""
+    started = _monitor.clock() if started is None else started
+    start = native_start(problem, x0, getattr(subproblem, "uses_products", False))
+    if isinstance(start, OptimizeResult):
+        return start
+    return minimize_trust_region(problem, x0, subproblem, callback=callback,
+                                 subproblem_options=subproblem_options, start=start,
+                                 started=started, **opts)

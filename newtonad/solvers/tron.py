@@ -1,0 +1,379 @@
+"""tron: the trust-region Newton method for bound constraints of Lin & Moré.
+
+C.-J. Lin and J. J. Moré, "Newton's method for large bound-constrained
+optimization problems", SIAM J. Optim. 9 (1999), 1100–1127 (the algorithm of
+their code TRON, and of PETSc/TAO's ``TAOTRON``). It minimises ``f(x)`` subject to
+``l <= x <= u`` (infinite bounds allowed; without bounds it is a trust-region
+Newton method). Iteration ``k``, at a feasible ``x`` with gradient ``g`` and the
+quadratic model ``q(s) = gᵀs + sᵀHs/2``:
+
+1. **Generalised Cauchy point** (section 2, eqs. (2.3)–(2.5)): along the projected
+   path ``s(α) = P[x - α g] - x`` find ``α`` with the sufficient decrease
+   ``q(s(α)) <= μ₀ gᵀs(α)`` and ``‖s(α)‖ <= Δ``: backtracking by 1/10 from the
+   previous iteration's ``α`` if it fails, else extrapolating by 10 while it holds
+   (and ``α`` is below the last breakpoint of the path).
+2. **Subspace minimisation** (section 3): from the Cauchy point, with the
+   variables at a bound fixed, a trust-region conjugate-gradient method
+   (Steihaug's, on the free variables ``F``: ``min g_Fᵀd + dᵀH_FF d/2``,
+   ``‖d‖ <= Δ``; preconditioned in the ellipsoid norm when asked, with ``M`` the
+   diagonal or the incomplete Cholesky factor of ``H_FF``, Lin & Moré 1999b) gives
+   a direction; a **projected search** (eq. (3.3)) along it, ``w(β) = P[w + β d]``
+   with ``β`` halved from 1 until ``q`` decreases by ``μ₀`` times its slope, gives
+   the next point. The loop repeats on the smaller free set while the search hits
+   new bounds, and ends when the reduced model gradient is below
+   ``min(0.1, ‖P g‖) × ‖g_F‖`` at the Cauchy point, or CG stops on the trust-region
+   boundary or at negative curvature.
+3. **Step and radius** (section 2, eqs. (2.6)–(2.8)): the step is accepted when
+   ``ρ = (f(x) - f(x + s)) / -q(s) > η₀ = 10⁻⁴``, and the radius updated with
+   ``σ₁ = 1/4``, ``σ₂ = 1/2``, ``σ₃ = 4`` and the minimiser ``α*`` of the quadratic
+   that interpolates ``f`` along ``s``:
+   ``ρ <= η₀``: ``Δ = min(max(α*, σ₁) ‖s‖, σ₂ Δ)``;
+   ``ρ < η₁ = 1/4``: ``Δ = max(σ₁ Δ, min(α* ‖s‖, σ₂ Δ))``;
+   ``ρ < η₂ = 3/4``: ``Δ = max(σ₁ Δ, min(α* ‖s‖, σ₃ Δ))``;
+   else ``Δ = max(Δ, min(α* ‖s‖, σ₃ Δ))``.
+
+The run stops when the projected gradient ``‖P[x - g] - x‖₂ < gtol``
+(:func:`.bounds.projected_gradient`). Every Hessian-vector product comes from the
+Hessian linearised once per iterate (exact HVP frames or linearised products of the
+objective).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple, Optional
+
+import numpy as np
+from scipy.optimize import OptimizeResult
+
+from . import monitor as _monitor
+from .bounds import breakpoints, free_mask, project, projected_gradient
+from .linalg import dot, norm
+from .monitor import Monitor, Status, past
+from .problem import FlatProblem, HessOperator
+from .start import native_start
+from .trust_region import MAX_TRUST_RADIUS, boundary_intersections, converged
+
+__all__ = ["minimize_tron", "cauchy_point", "subspace_step", "steihaug_cg", "run_native"]
+
+_EPS = float(np.finfo(float).eps)
+_MU0 = 0.01                       # sufficient decrease of the Cauchy and projected searches
+_ETA0, _ETA1, _ETA2 = 1e-4, 0.25, 0.75
+_SIGMA1, _SIGMA2, _SIGMA3 = 0.25, 0.5, 4.0
+_BACKTRACK, _EXTRAPOLATE = 0.1, 10.0
+_MAX_SEARCH = 60                  # trials of one search (each costs a product)
+_MAX_PASSES = 50                  # subspace passes per iteration
+
+
+class CGResult(NamedTuple):
+    """Steihaug CG's step, why it stopped and its iterations."""
+
+    d: np.ndarray
+    on_boundary: bool      # stopped on the trust-region boundary or at negative curvature
+    iterations: int
+
+
+def steihaug_cg(op: HessOperator, b: np.ndarray, radius: float, tol: float,
+                maxiter: int, deadline: float = math.inf) -> CGResult:
+    """Approximately minimise ``bᵀd + dᵀAd/2`` in ``‖d‖ <= radius`` by Steihaug's CG.
+
+    Algorithm 7.2 of Nocedal & Wright, 2nd ed. (Steihaug 1983): CG from ``d = 0``
+    until the residual ``‖b + A d‖ <= tol``, an iterate leaves the ball (the step ends
+    on the boundary) or a direction of non-positive curvature (the step goes to the
+    boundary along it). A product with nan or inf ends CG at the last iterate.
+    """
+    d = np.zeros_like(b)
+    r = b.copy()
+    p = -r
+    rr = dot(r, r)
+    for j in range(maxiter):
+        if math.sqrt(rr) <= tol or (j > 0 and past(deadline)):
+            return CGResult(d, False, j)
+        ap = np.asarray(op(p))
+        curv = dot(p, ap)
+        if not math.isfinite(curv):
+            return CGResult(d, False, j + 1)
+        if curv <= 0.0:
+            _, t = boundary_intersections(dot(d, d), dot(d, p), dot(p, p), radius)
+            return CGResult(d + t * p, True, j + 1)
+        alpha = rr / curv
+        d_next = d + alpha * p
+        if dot(d_next, d_next) >= radius * radius:
+            _, t = boundary_intersections(dot(d, d), dot(d, p), dot(p, p), radius)
+            return CGResult(d + t * p, True, j + 1)
+        d = d_next
+        r += alpha * ap
+        rr_new = dot(r, r)
+        p = -r + (rr_new / rr) * p
+        rr = rr_new
+    return CGResult(d, False, maxiter)
+
+
+def _model_change(g: np.ndarray, s: np.ndarray, hs: np.ndarray) -> float:
+    """``q(s) = gᵀs + sᵀHs/2``."""
+    return dot(g, s) + 0.5 * dot(s, hs)
+
+
+def cauchy_point(x: np.ndarray, g: np.ndarray, lb: np.ndarray, ub: np.ndarray,
+                 hv: HessOperator, radius: float, alpha: float
+                 ) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """The generalised Cauchy step ``s = P[x - α g] - x`` (Lin & Moré, eqs. (2.3)–(2.5)).
+
+    Returns ``s``, ``H s``, the ``α`` found (the next iteration's first trial) and the
+    products used.
+    """
+    def trial(a: float) -> tuple[np.ndarray, np.ndarray, bool]:
+        s = project(x - a * g, lb, ub) - x
+        hs = np.array(hv(s))
+        gs = dot(g, s)
+        ok = _model_change(g, s, hs) <= _MU0 * gs and norm(s) <= radius
+        return s, hs, bool(ok)
+
+    _, last = breakpoints(x, -g, lb, ub)
+    s, hs, ok = trial(alpha)
+    used = 1
+    if ok:  # extrapolate while the conditions hold, up to the last breakpoint
+        while alpha < last and used < _MAX_SEARCH:
+            s2, hs2, ok2 = trial(alpha * _EXTRAPOLATE)
+            used += 1
+            if not ok2:
+                break
+            alpha, s, hs = alpha * _EXTRAPOLATE, s2, hs2
+    else:
+        while not ok and used < _MAX_SEARCH:
+            alpha *= _BACKTRACK
+            s, hs, ok = trial(alpha)
+            used += 1
+    return s, hs, alpha, used
+
+
+def _projected_search(w: np.ndarray, gq: np.ndarray, d: np.ndarray, lb: np.ndarray,
+                      ub: np.ndarray, hv: HessOperator
+                      ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Lin & Moré's projected search (eq. (3.3)): the step ``P[w + β d] - w`` with ``β``
+    halved from 1 until ``q`` falls by ``μ₀`` times its slope, and its product."""
+    first, _ = breakpoints(w, d, lb, ub)
+    beta = 1.0
+    used = 0
+    while True:
+        if beta <= first:  # on the straight part of the path: no projection
+            step = beta * d
+        else:
+            step = project(w + beta * d, lb, ub) - w
+        hstep = np.array(hv(step))
+        used += 1
+        slope = dot(gq, step)
+        if dot(gq, step) + 0.5 * dot(step, hstep) <= _MU0 * slope or used >= _MAX_SEARCH:
+            return step, hstep, used
+        if beta <= first:  # a CG step inside the region decreases q on [0, 1]: done
+            return step, hstep, used
+        beta = max(0.5 * beta, first)
+
+
+def _on_free(hv: HessOperator, index: np.ndarray, full: np.ndarray) -> HessOperator:
+    """``v -> (H v)[F]`` for ``v`` on the free variables ``F = index`` (zero elsewhere)."""
+    def products(v: np.ndarray) -> np.ndarray:
+        full[:] = 0.0
+        full[index] = v
+        return np.asarray(hv(full))[index]
+    return products
+
+
+def subspace_step(x: np.ndarray, g: np.ndarray, lb: np.ndarray, ub: np.ndarray,
+                  hv: HessOperator, radius: float, s: np.ndarray, hs: np.ndarray,
+                  rtol: float, *, preconditioner: Optional[str] = None,
+                  hessian: Any = None, deadline: float = math.inf
+                  ) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Improve the Cauchy step ``s`` on the free variables (Lin & Moré, section 3).
+
+    Returns the step, its product, the CG iterations and the products used.
+    ``hessian`` is the sparse Hessian at ``x`` for the ``"diagonal"`` or ``"ichol"``
+    preconditioner of ``H_FF``.
+    """
+    from .preconditioners import make_preconditioner, precondition_products, restrict
+
+    n = x.size
+    w = x + s
+    gq = g + hs
+    reference = None
+    cg_total = used = 0
+    full = np.zeros(n)
+    for _ in range(_MAX_PASSES):
+        free = free_mask(w, lb, ub)
+        index = np.flatnonzero(free)
+        if index.size == 0:
+            break
+        gf = gq[index]
+        gfnorm = norm(gf)
+        if reference is None:
+            reference = gfnorm
+        if gfnorm <= rtol * reference or gfnorm == 0.0 or past(deadline):
+            break
+        all_free = index.size == n
+        op: HessOperator = hv if all_free else _on_free(hv, index, full)
+        b = gf
+        m = None
+        if preconditioner is not None:
+            sub = hessian if all_free else restrict(hessian, free)
+            m = make_preconditioner(preconditioner, sub)
+            assert m is not None
+            op = precondition_products(m, op)
+            b = m.left(gf)
+        cg = steihaug_cg(op, b, radius, rtol * reference * norm(b) / gfnorm,
+                         max(2 * index.size, 20), deadline)
+        cg_total += cg.iterations
+        used += cg.iterations
+        if cg.iterations == 0 or not np.isfinite(cg.d).all():
+            break
+        d = np.zeros(n)
+        d[index] = cg.d if m is None else m.right(cg.d)
+        step, hstep, trials = _projected_search(w, gq, d, lb, ub, hv)
+        used += trials
+        w = project(w + step, lb, ub)
+        s = s + step
+        hs = hs + hstep
+        gq = gq + hstep
+        if cg.on_boundary:
+            break
+    return s, hs, cg_total, used
+
+
+def _new_radius(radius: float, rho: float, snorm: float, f: float, f_new: float,
+                gs: float) -> float:
+    """Lin & Moré's radius update (eqs. (2.6)–(2.8)); see the module docstring."""
+    curvature = f_new - f - gs  # of the quadratic through f, its slope gs and f_new
+    alpha = _SIGMA3 if not (curvature > 0.0) else max(_SIGMA1, -0.5 * gs / curvature)
+    if not (rho > _ETA0):  # also for rho = nan or -inf
+        return min(max(alpha, _SIGMA1) * snorm, _SIGMA2 * radius)
+    if rho < _ETA1:
+        return max(_SIGMA1 * radius, min(alpha * snorm, _SIGMA2 * radius))
+    if rho < _ETA2:
+        return max(_SIGMA1 * radius, min(alpha * snorm, _SIGMA3 * radius))
+    return max(radius, min(alpha * snorm, _SIGMA3 * radius))
+
+
+def minimize_tron(problem: FlatProblem, x0: np.ndarray, lb: np.ndarray, ub: np.ndarray, *,
+                  gtol: float = 1e-5, maxiter: Optional[int] = None,
+                  initial_trust_radius: Optional[float] = None,
+                  max_trust_radius: float = MAX_TRUST_RADIUS,
+                  preconditioner: Optional[str] = None, max_time: Optional[float] = None,
+                  disp: bool = False, return_all: bool = False,
+                  callback: Optional[Callable[[np.ndarray, float], None]] = None,
+                  start: Optional[tuple[float, np.ndarray]] = None,
+                  started: Optional[float] = None) -> OptimizeResult:
+    """Minimise ``f`` subject to ``lb <= x <= ub`` by TRON (see the module docstring).
+
+    Parameters
+    ----------
+    problem : FlatProblem
+        The objective on flat vectors.
+    x0 : ndarray, shape (n,)
+        Feasible starting point.
+    lb, ub : ndarray, shape (n,)
+        Bounds, ``lb <= ub`` (infinite allowed).
+    gtol : float
+        Stop when the Euclidean norm of the projected gradient is below this.
+    maxiter : int, optional
+        Iteration budget (every step, accepted or not), ``200 * n`` by default.
+    initial_trust_radius : float, optional
+        Default: the norm of the projected gradient at ``x0`` (Lin & Moré), or 1 if
+        that is 0.
+    max_trust_radius : float
+        Cap on the radius.
+    preconditioner : {None, "diagonal", "ichol"}
+        Of the CG on the free variables (:mod:`.preconditioners`).
+    max_time, disp, return_all, callback, start, started : optional
+        As for the other native methods (:func:`.trust_region.minimize_trust_region`).
+
+    Returns
+    -------
+    OptimizeResult
+        scipy's fields, plus ``nactive`` (the variables at a bound at ``x``),
+        ``ncg``, ``time`` and ``nhvp``.
+    """
+    n = problem.n
+    maxiter = 200 * n if maxiter is None else int(maxiter)
+    monitor = Monitor(problem, maxiter=maxiter, max_time=max_time, callback=callback,
+                      disp=disp, return_all=return_all, step_label="radius", started=started)
+    if start is None:
+        problem.expect_products(x0)
+        start = problem.value_and_grad(x0, check=True)
+    f, g = start
+    x = x0
+    pgnorm = norm(projected_gradient(x, g, lb, ub))
+    if initial_trust_radius is not None:
+        radius = float(initial_trust_radius)
+        if not radius > 0.0:
+            raise ValueError(f"initial_trust_radius must be > 0, got {initial_trust_radius}")
+    else:
+        radius = pgnorm if pgnorm > 0.0 else 1.0
+    radius = min(radius, max_trust_radius)
+    alpha = 1.0
+    monitor.start_run(x, f, pgnorm, radius)
+    k = 0
+    status = Status.SUCCESS if converged(pgnorm, gtol) else None
+    if status is None and maxiter <= 0:
+        status = Status.MAXITER
+    while status is None:
+        if monitor.out_of_time():
+            status = Status.MAX_TIME
+            break
+        hv = problem.linearize_hessp(x)
+        hessian = None
+        if preconditioner is not None:
+            from .preconditioners import sparse_hessian_at
+
+            hessian = sparse_hessian_at(problem, x)
+        s, hs, alpha, _ = cauchy_point(x, g, lb, ub, hv, radius, alpha)
+        s, hs, inner, _ = subspace_step(x, g, lb, ub, hv, radius, s, hs,
+                                        min(0.1, math.sqrt(pgnorm)), preconditioner=preconditioner,
+                                        hessian=hessian, deadline=monitor.deadline)
+        predicted = -_model_change(g, s, hs)
+        x_new = project(x + s, lb, ub)
+        s = x_new - x
+        snorm = norm(s)
+        f_new = problem.fun(x_new) if snorm > 0.0 else f
+        rho = -math.inf
+        if predicted > 0.0 and math.isfinite(predicted) and math.isfinite(f_new):
+            slack = 10.0 * _EPS * max(1.0, abs(f))
+            rho = (f - f_new + slack) / (predicted + slack)
+        gs = dot(g, s)
+        radius = min(_new_radius(radius, rho, snorm, f, f_new, gs), max_trust_radius)
+        if rho > _ETA0:
+            g_new = problem.jac(x_new)
+            if np.isfinite(g_new).all():
+                x, f, g = x_new, f_new, g_new
+                pgnorm = norm(projected_gradient(x, g, lb, ub))
+            else:
+                radius = _SIGMA1 * snorm
+        k += 1
+        status = monitor.iteration(k, x, f, pgnorm, radius, inner)
+        if status is Status.CALLBACK:
+            break
+        if converged(pgnorm, gtol):
+            status = Status.SUCCESS
+        elif status is None and radius <= 1e-15 * max(1.0, norm(x)):
+            status = Status.NO_PROGRESS
+    nactive = int(n - np.count_nonzero(free_mask(x, lb, ub)))
+    return monitor.result(status, x, f, g, k, nactive=nactive)
+
+
+def run_native(problem: FlatProblem, x0: np.ndarray, opts: dict,
+               callback: Optional[Callable[[np.ndarray, float], None]],
+               bounds: Optional[tuple[np.ndarray, np.ndarray]] = None) -> OptimizeResult:
+    """tron as ``minimize`` runs it: ``x0`` projected onto the bounds (as L-BFGS-B
+    does), the start checked (:mod:`.start`), then :func:`minimize_tron`.
+
+    ``bounds`` is ``(lb, ub)`` from :func:`.bounds.parse_bounds`, or None.
+    """
+    if bounds is None:
+        lb, ub = np.full(problem.n, -np.inf), np.full(problem.n, np.inf)
+    else:
+        lb, ub = bounds
+    x0 = project(x0, lb, ub)
+    started = _monitor.clock()
+    start = native_start(problem, x0)
+    if isinstance(start, OptimizeResult):
+        return start
+    return minimize_tron(problem, x0, lb, ub, callback=callback, start=start,
+                         started=started, **opts)
