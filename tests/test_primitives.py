@@ -272,7 +272,7 @@ def _all_newtonad_primitives() -> dict:
     from newtonad.ad import primitives as P
 
     return {p.name: p for mod in (P.core, P.structural, P.elementwise, P.reductions, P.linalg,
-                                  P.special, P.sorting, P.decompositions)
+                                  P.special, P.sorting, P.decompositions, P.sparse_matmul)
             for p in vars(mod).values() if isinstance(p, P.Primitive)}
 
 

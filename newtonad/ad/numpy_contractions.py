@@ -3,7 +3,8 @@
 ``np.einsum`` (explicit and implicit output, ``...``, repeated indices, the interleaved
 form) contracts its operands pairwise, left to right, with the ``einsum`` primitive;
 ``dot``, ``matmul``, ``vdot``, ``inner``, ``outer`` and ``tensordot`` write their
-subscripts and call it. ``diagonal`` / ``diag`` / ``trace`` gather or scatter the
+subscripts and call it (a ``scipy.sparse`` operand of ``dot`` / ``matmul`` is a CSR
+product instead, :mod:`.sparse_operands`). ``diagonal`` / ``diag`` / ``trace`` gather or scatter the
 diagonal; ``np.linalg.norm`` (every vector and matrix order) is sums, maxima and, for
 orders 2, -2 and 'nuc', singular values.
 """
@@ -34,6 +35,8 @@ from .primitives import reductions as rd
 from .primitives import structural as st
 from .primitives.core import shape_of
 from .primitives.decompositions import svdvals as _svdvals
+from .sparse_operands import is_sparse
+from .sparse_operands import matmul as _sparse_matmul
 
 # ---- einsum ------------------------------------------------------------------------------
 
@@ -156,8 +159,10 @@ def _einsum_single(term: str, out: str, x):
 # ---- products written as einsums ---------------------------------------------------------
 
 def dot(a, b, out=None):
-    """Traced version of numpy.dot."""
+    """Traced version of numpy.dot (a scipy.sparse operand: its matrix product)."""
     check_no_kwargs("dot", {"out": out})
+    if is_sparse(a) or is_sparse(b):
+        return _sparse_matmul(a, b)
     na, nb = ndim_of(a), ndim_of(b)
     if na == 0 or nb == 0:
         return ew.mul(a, b)
@@ -169,8 +174,10 @@ def dot(a, b, out=None):
 
 
 def matmul(a, b, out=None, **kwargs):
-    """Traced version of numpy.matmul."""
+    """Traced version of numpy.matmul (a scipy.sparse operand: a CSR product)."""
     check_no_kwargs("matmul", {"out": out, **kwargs})
+    if is_sparse(a) or is_sparse(b):
+        return _sparse_matmul(a, b)
     na, nb = ndim_of(a), ndim_of(b)
     if na == 0 or nb == 0:
         raise ValueError("matmul: input operand does not have enough dimensions")

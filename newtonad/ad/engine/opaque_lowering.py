@@ -1,9 +1,12 @@
-"""Opaque steps as loop IR: contractions, gathers, scatters, cumulative sums, concatenation.
+"""Opaque steps as loop IR: contractions, gathers, scatters, cumulative sums, concatenation,
+sparse (CSR) matrix products.
 
 Each runs on whole arrays (or, in a row-blocked region, on the block's views): an
 einsum that is one matrix product calls ``np.dot`` on 2-D views, any other einsum
 and the index steps are explicit loops (indices wrap and are bounds-checked as in
-``np.take``). Entries are found by the primitive object (:data:`LOWERINGS`).
+``np.take``); a CSR product is the row loop of scipy's ``csr_matvec`` (its adjoint
+scatters each row into the output, as ``csc_matvec`` does). Entries are found by the
+primitive object (:data:`LOWERINGS`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..program import Step
-from .kinds import CONCATENATE, CUMSUM, EINSUM, GATHER, SCATTER_ADD
+from .kinds import CONCATENATE, CUMSUM, EINSUM, GATHER, SCATTER_ADD, SPARSE_MATMUL
 from .loop_ir import For, If, Line, Text
 from .row_blocks import matmul_form
 from .where import Where
@@ -219,8 +222,49 @@ def concatenate(at: Where, step: Step) -> list[Any]:
     return lines
 
 
+def sparse_matmul(at: Where, step: Step) -> list[Any]:
+    """``A @ x`` by rows of the CSR arrays; ``A.T @ x`` (adjoint) scatters each row's
+    entries into the output. Trailing axes of ``x`` (right-hand sides, frame columns)
+    are the innermost loop; with none, a row's sum stays in a local."""
+    indptr, indices, data, x = step.inputs
+    out = step.output
+    m = at.slots[indptr].size - 1
+    adjoint = step.kwargs["adjoint"]
+    width = int(np.prod(at.slots[x].shape[1:], dtype=np.int64))
+    lines: list[Any] = [Line(f"sp = {at.flat_view(indptr)}", at.view_reads(indptr), ("sp",)),
+                        Line(f"si = {at.flat_view(indices)}", at.view_reads(indices), ("si",)),
+                        Line(f"sd = {at.flat_view(data)}", at.view_reads(data), ("sd",))]
+    entries = (Text("sp[e0]", ("sp", "e0")), Text("sp[e0 + 1]", ("sp", "e0")))
+    if width == 1:
+        lines += [Line(f"xf = {at.flat_view(x)}", at.view_reads(x), ("xf",)),
+                  Line(f"of = {at.flat_view(out)}", at.view_reads(out), ("of",))]
+        if adjoint:
+            body: list[Any] = [
+                Line("yv = xf[e0]", ("xf", "e0"), ("yv",)),
+                For(Text("e1"), *entries,
+                    (Line("of[si[e1]] += sd[e1] * yv", ("of", "si", "sd", "e1", "yv")),))]
+            return lines + [at.fill(out, 0), For(Text("e0"), 0, m, tuple(body))]
+        body = [Line("acc = 0.0", (), ("acc",)),
+                For(Text("e1"), *entries,
+                    (Line("acc += sd[e1] * xf[si[e1]]", ("acc", "sd", "e1", "xf", "si"),
+                          ("acc",)),)),
+                Line("of[e0] = acc", ("of", "e0", "acc"))]
+        return lines + [For(Text("e0"), 0, m, tuple(body))]
+    rows_x, rows_out = at.slots[x].shape[0], at.slots[out].shape[0]
+    lines += [Line(f"xg = {at.array(x)}.reshape(({rows_x}, {width}))", (at.array(x),), ("xg",)),
+              Line(f"og = {at.array(out)}.reshape(({rows_out}, {width}))", (at.array(out),),
+                   ("og",)),
+              at.fill(out, 0)]
+    names = ("og", "xg", "j", "v", "e0", "e2")
+    update = (Line("og[j, e2] += v * xg[e0, e2]", names) if adjoint
+              else Line("og[e0, e2] += v * xg[j, e2]", names))
+    inner = (Line("j = si[e1]", ("si", "e1"), ("j",)), Line("v = sd[e1]", ("sd", "e1"), ("v",)),
+             For(Text("e2"), 0, width, (update,)))
+    return lines + [For(Text("e0"), 0, m, (For(Text("e1"), *entries, inner),))]
+
+
 #: Primitive -> lowering of one opaque step (see :mod:`.kinds`).
 LOWERINGS = {EINSUM: einsum, GATHER: gather, SCATTER_ADD: scatter_add, CUMSUM: cumsum,
-             CONCATENATE: concatenate}
+             CONCATENATE: concatenate, SPARSE_MATMUL: sparse_matmul}
 
 __all__ = ["LOWERINGS", "summed_einsum"]
