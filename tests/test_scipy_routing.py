@@ -140,3 +140,36 @@ def test_unknown_environment_value_is_a_clear_error():
     out = _fresh("import newtonad", "maybe")
     assert out.returncode != 0
     assert "NEWTONAD_SCIPY_ROUTING='maybe'" in out.stderr and "set it to 0" in out.stderr
+
+
+@pytest.mark.parametrize("kw", [{}, {"assume_a": "pos"}, {"assume_a": "sym", "lower": True},
+                                {"assume_a": "lower triangular"}, {"assume_a": "diagonal"},
+                                {"transposed": True},
+                                {"assume_a": "lower triangular", "transposed": True},
+                                {"assume_a": "pos", "lower": True, "transposed": True}])
+def test_scipy_linalg_solve_reads_what_scipy_reads(kw):
+    """Values and gradients (w.r.t. the matrix) against SciPy's own solve, on a matrix
+    whose two triangles disagree, so reading the wrong part shows."""
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((4, 4))
+    a = m @ m.T + 4 * np.eye(4) + np.triu(rng.standard_normal((4, 4)), 1)
+    b, w = rng.standard_normal((4, 2)), rng.standard_normal((4, 2))
+
+    def f(z):
+        return np.sum(w * scipy.linalg.solve(z, b, **kw))
+
+    value, g = nad.value_and_grad(f, engine="numpy")(a)
+    assert value == pytest.approx(f(a), rel=1e-12)
+    eps = 1e-6
+    fd = np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+        e = np.zeros_like(a)
+        e[i] = eps
+        fd[i] = (f(a + e) - f(a - e)) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_scipy_linalg_solve_refuses_banded():
+    with pytest.raises(NotImplementedError, match="assume_a='banded'"):
+        nad.grad(lambda z: np.sum(scipy.linalg.solve(z, np.ones(3), assume_a="banded")),
+                 engine="numpy")(np.eye(3))

@@ -18,7 +18,9 @@ Supported (values match NumPy / SciPy; stacks of matrices ``(..., m, n)`` everyw
   ``matrix_norm``, ``vector_norm``, ``diagonal``, ``trace``; ``norm`` is in
   :mod:`.numpy_api`.
 * ``np.kron``, ``np.triu``, ``np.tril``, ``np.cross`` (3-vectors, and 2-vectors as NumPy).
-* ``scipy.linalg``: ``solve_triangular`` (``trans``, ``lower``, ``unit_diagonal``),
+* ``scipy.linalg``: ``solve`` (``assume_a`` general, symmetric / positive definite,
+  triangular or diagonal; ``lower``, ``transposed``), ``solve_triangular`` (``trans``,
+  ``lower``, ``unit_diagonal``),
   ``cholesky`` (upper by default), ``cho_factor`` / ``cho_solve``. ``overwrite_*`` and
   ``check_finite`` are accepted: they do not change the result (traced values are never
   overwritten; non-finite input gives NaN instead of scipy's ValueError). They are
@@ -437,6 +439,40 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     return dec.triangular_solve(a, b, lower=lower, trans=_TRANS[trans], unit_diagonal=unit_diagonal)
 
 
+_SYMMETRIC = ("sym", "symmetric", "her", "hermitian", "pos", "positive definite")
+
+
+def scipy_solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
+                assume_a=None, transposed=False):
+    """``scipy.linalg.solve``: reads the part of ``a`` that ``assume_a`` names, as SciPy.
+
+    ``None`` / ``'general'``: all of ``a``; ``'sym'``, ``'pos'`` (and ``'her'`` for real
+    input): the ``lower`` / upper triangle, mirrored; ``'lower triangular'``, ``'upper
+    triangular'``: that triangle; ``'diagonal'``: the diagonal. ``'tridiagonal'`` and
+    ``'banded'`` raise NotImplementedError.
+    """
+    a, b, _ = _solve_operands(a, b, "solve")
+    kind = "general" if assume_a in (None, "gen", "general") else assume_a
+    if kind in _SYMMETRIC:  # the matrix read is symmetric: transposed changes nothing
+        t = tril(a) if lower else triu(a)
+        return dec.solve(t + npa.swapaxes(t, -1, -2) - _diag_part(a), b)
+    if kind in ("lower triangular", "upper triangular"):
+        return dec.triangular_solve(a, b, lower=kind.startswith("lower"), trans=bool(transposed))
+    if kind == "diagonal":
+        d = npa.diagonal(a, axis1=-2, axis2=-1)
+        return b / (d if len(shape_of(b)) == len(shape_of(d)) else npa.expand_dims(d, -1))
+    if kind != "general":
+        raise NotImplementedError(f"newtonad's scipy.linalg.solve does not support "
+                                  f"assume_a={assume_a!r}: use None, 'general', 'sym', 'pos', "
+                                  "'lower triangular', 'upper triangular' or 'diagonal'")
+    return dec.solve(npa.swapaxes(a, -1, -2) if transposed else a, b)
+
+
+def _diag_part(a):
+    n = shape_of(a)[-1]
+    return a * np.eye(n)
+
+
 def scipy_cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     """``scipy.linalg.cholesky``: upper factor reading the upper triangle unless ``lower``."""
     return cholesky(a, upper=not lower)
@@ -464,7 +500,8 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
 
 
 SCIPY_FUNCTIONS: dict[str, Callable] = {
-    "scipy.linalg.solve_triangular": solve_triangular, "scipy.linalg.cholesky": scipy_cholesky,
+    "scipy.linalg.solve": scipy_solve, "scipy.linalg.solve_triangular": solve_triangular,
+    "scipy.linalg.cholesky": scipy_cholesky,
     "scipy.linalg.cho_factor": cho_factor, "scipy.linalg.cho_solve": cho_solve,
 }
 """scipy.linalg functions by public name (no import of SciPy here), registered in
