@@ -4,6 +4,11 @@ Each problem family module (``mgh``, ``cutest``, ...) decorates one builder per
 problem with :func:`register`.  A builder takes no argument for a fixed-size
 problem and the dimension ``n`` for a scalable one, and returns a fresh
 :class:`Problem` each call, so callers may modify ``x0`` freely.
+
+Bound-constrained problems are registered with ``bounded=True``: :func:`get`
+builds them like any other, while :func:`names` and :func:`all_problems` list
+them only when asked (``bounded=True``), so code that solves the catalogue
+without bounds never meets a problem whose optimum needs them.
 """
 
 from __future__ import annotations
@@ -13,13 +18,14 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+from scipy.optimize import Bounds
 
 Objective = Callable[[np.ndarray], Any]
 
 
 @dataclass(frozen=True, eq=False)
 class Problem:
-    """An unconstrained test problem ``min f(x)``.
+    """A test problem ``min f(x)``, unconstrained or subject to ``lb <= x <= ub``.
 
     Instances come from :func:`get` and :func:`all_problems`; each parameter is
     also a read-only attribute of the same name.
@@ -46,6 +52,11 @@ class Problem:
         Whether ``n`` may be chosen (``get(name, n=...)``).
     notes : str, optional
         Residual count ``m``, known local minima, provenance of ``fstar``, ...
+    bounds : scipy.optimize.Bounds or None, optional
+        The box ``lb <= x <= ub`` of a bound-constrained problem (entries may
+        be infinite), in the form ``scipy.optimize.minimize`` takes; None (the
+        default) for an unconstrained problem.  ``fstar`` and ``xstar`` are
+        then the optimum over the box.
 
     See Also
     --------
@@ -74,6 +85,7 @@ class Problem:
     source: str
     scalable: bool
     notes: str = ""
+    bounds: Bounds | None = None
 
     @property
     def residuals(self) -> Callable[[np.ndarray], Any] | None:
@@ -100,8 +112,9 @@ class Problem:
         return getattr(self.fun, "residuals", None)
 
     def __repr__(self) -> str:
+        box = "" if self.bounds is None else ", bounded"
         return (f"Problem(name={self.name!r}, n={self.n}, fstar={self.fstar!r}, "
-                f"source={self.source!r})")
+                f"source={self.source!r}{box})")
 
 
 @dataclass(frozen=True)
@@ -226,12 +239,13 @@ class _Entry:
     name: str
     build: Callable[..., Problem]
     size: SizeRule | None  # None: fixed-size problem
+    bounded: bool = False
 
 
 _REGISTRY: dict[str, _Entry] = {}
 
 
-def register(name: str, size: SizeRule | None = None
+def register(name: str, size: SizeRule | None = None, *, bounded: bool = False
              ) -> Callable[[Callable[..., Problem]], Callable[..., Problem]]:
     """Register the decorated builder as the problem ``name``.
 
@@ -241,17 +255,26 @@ def register(name: str, size: SizeRule | None = None
         Registry name; must be new.
     size : SizeRule, optional
         Allowed dimensions for a scalable problem; omit for a fixed-size one.
+    bounded : bool, optional
+        True for a bound-constrained problem (its builder sets
+        ``Problem.bounds``); listed by ``names(bounded=True)`` only.
     """
     def decorate(build: Callable[..., Problem]) -> Callable[..., Problem]:
         if name in _REGISTRY:
             raise RuntimeError(f"problem {name!r} registered twice")
-        _REGISTRY[name] = _Entry(name, build, size)
+        _REGISTRY[name] = _Entry(name, build, size, bounded)
         return build
     return decorate
 
 
-def names() -> list[str]:
-    """List the names of all built-in problems.
+def names(bounded: bool = False) -> list[str]:
+    """List the names of the built-in problems.
+
+    Parameters
+    ----------
+    bounded : bool, optional
+        False (the default): the unconstrained problems; True: the
+        bound-constrained ones (``Problem.bounds`` set).
 
     Returns
     -------
@@ -269,8 +292,10 @@ def names() -> list[str]:
     57
     >>> problems.names()[:3]
     ['arwhead', 'bard', 'beale']
+    >>> problems.names(bounded=True)[:3]
+    ['hs003', 'hs004', 'hs005']
     """
-    return sorted(_REGISTRY)
+    return sorted(name for name, entry in _REGISTRY.items() if entry.bounded == bounded)
 
 
 def get(name: str, n: int | None = None) -> Problem:
@@ -314,7 +339,8 @@ def get(name: str, n: int | None = None) -> Problem:
     entry = _REGISTRY.get(name)
     if entry is None:
         raise ValueError(f"unknown problem {name!r}; valid names are: "
-                         + ", ".join(names()))
+                         + ", ".join(names()) + "; with bounds: "
+                         + ", ".join(names(bounded=True)))
     if entry.size is None:
         if n is not None:
             fixed = entry.build().n
@@ -332,7 +358,7 @@ def get(name: str, n: int | None = None) -> Problem:
     return entry.build(n)
 
 
-def all_problems(scalable_n: int | None = None) -> list[Problem]:
+def all_problems(scalable_n: int | None = None, bounded: bool = False) -> list[Problem]:
     """Build every built-in problem, in name order.
 
     Parameters
@@ -342,11 +368,14 @@ def all_problems(scalable_n: int | None = None) -> list[Problem]:
         dimension >= ``scalable_n`` (clipped to its allowed range, e.g. 31 for
         Watson), so one value serves problems that need even ``n``, multiples
         of 3 or 4, or perfect squares.  Default: each problem's own default.
+    bounded : bool, optional
+        False (the default): the unconstrained problems; True: the
+        bound-constrained ones.
 
     Returns
     -------
     list of Problem
-        One fresh instance per name of :func:`names`, in that order.
+        One fresh instance per name of ``names(bounded)``, in that order.
 
     See Also
     --------
@@ -362,7 +391,7 @@ def all_problems(scalable_n: int | None = None) -> list[Problem]:
     {'dixmaana': 102, 'watson': 31, 'wood': 4}
     """
     out = []
-    for name in names():
+    for name in names(bounded):
         size = _REGISTRY[name].size
         if size is None:
             out.append(get(name))
@@ -386,3 +415,10 @@ def sum_of_squares(residuals: Callable[[np.ndarray], Any]) -> Objective:
 def as_array(values: Any) -> np.ndarray:
     """Copy ``values`` into a fresh 1-D float64 array."""
     return np.array(values, dtype=np.float64).reshape(-1)
+
+
+def box(lower: Any, upper: Any, n: int) -> Bounds:
+    """``scipy.optimize.Bounds`` for ``lower <= x <= upper``, each broadcast to ``(n,)``."""
+    lb = np.broadcast_to(np.asarray(lower, dtype=np.float64), (n,)).copy()
+    ub = np.broadcast_to(np.asarray(upper, dtype=np.float64), (n,)).copy()
+    return Bounds(lb, ub)
