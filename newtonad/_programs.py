@@ -7,11 +7,13 @@ reaches into the other's private names.
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
 import os
 import sys
 import threading
+import warnings
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -141,15 +143,39 @@ def as_frame(V: Any, x_shape: tuple[int, ...], name: str = "V") -> tuple[Any, in
 
 # ---- tracing and caching -------------------------------------------------------------------
 
-class Traced:
-    """``f`` traced at one signature: its program and closed-over Vars."""
+class GuardFailed(Exception):
+    """A guarded program ran at a point where one of its branches goes the other way.
 
-    def __init__(self, f: Callable, avals: Sequence[Slot], scalar: bool):
+    Internal: the callers (the AD functions, :class:`~newtonad.objective.Objective`)
+    catch it, find or trace the path that holds there (:func:`path_at`) and run again.
+    """
+
+
+#: Paths (guarded traces) kept per function and signature; past this the least recently
+#: used one is dropped, with one warning per function.
+MAX_PATHS = 16
+
+
+class Traced:
+    """``f`` traced at one signature: its program and closed-over Vars.
+
+    For a function that branches on traced values this is one path: ``check`` is the
+    program telling where its branches all go the same way, and every derived program
+    gets that test as one more output (see :func:`derive`).
+    """
+
+    def __init__(self, f: Callable, avals: Sequence[Slot], scalar: bool,
+                 point: Sequence[Any] | None = None):
         wrap = functools.partial(checked_result, f, scalar=scalar)
-        self.program, self.closed, self.from_outer, self.guard = trace_function(f, avals, wrap=wrap)
+        result = trace_function(f, avals, wrap=wrap, point=point)
+        self.program, self.closed, self.from_outer, self.guard = result[:4]
+        self.check: Program | None = result.check
+        self.decisions = result.decisions
         if reroll.REROLL:  # loops traced term by term, folded into vector steps
             self.program = reroll.reroll(self.program)
-        self.derived: dict[Any, Any] = {}
+        self.derived: dict[Any, Any] = shared_derivations(self.program, self.check)
+        self.site = (_weak(f), tuple(avals), scalar)
+        self._check_run: Callable | None = None
 
     def stale(self) -> bool:
         """Whether a value ``f`` read outside its arguments has changed since the trace."""
@@ -158,6 +184,105 @@ class Traced:
     def closed_values(self) -> list[np.ndarray]:
         """The current values of the closed-over Vars: the program's inputs after ``args``."""
         return [np.asarray(v.value) for v in self.closed]
+
+    def holds(self, x: Any, args: Sequence[Any]) -> bool:
+        """Whether this path's branches all go the same way at ``(x, *args)`` (values, or
+        Vars with values); always for a function that took no decision."""
+        if self.check is None:
+            return True
+        values = [_value_of(v) for v in (x, *args, *self.closed)]
+        if any(v is None for v in values):
+            return False
+        if self._check_run is None:
+            self._check_run = compile_program(self.check, "numpy")
+        return bool(self._check_run(*values)[0])
+
+
+def _value_of(v: Any) -> Any:
+    return v.value if isinstance(v, Var) else v
+
+
+def _weak(f: Callable) -> Callable[[], Any]:
+    try:
+        return weakref.ref(f)
+    except TypeError:
+        return lambda: f
+
+
+#: (program, check) -> the derived programs made for it, shared by every trace that
+#: gives the same program (a second function object of the same code, a re-trace after
+#: a captured value changed): each kind is derived and compiled once per process.
+_SHARED: "weakref.WeakValueDictionary[tuple, Derivations]" = weakref.WeakValueDictionary()
+#: The most recently made derivations, held so that a function object dropped and made
+#: again (a lambda written in a loop) still finds them.
+_RECENT: "collections.OrderedDict[tuple, Derivations]" = collections.OrderedDict()
+_RECENT_KEPT = 64
+
+
+class Derivations(dict):
+    """The derived programs (compiled runners) of one program: ``(kind, k, engine) ->``."""
+
+
+def shared_derivations(program: Program, check: Program | None) -> dict:
+    """The :class:`Derivations` of ``program`` (with its branch ``check``), made once."""
+    key = (program, check)
+    with TRACE_LOCK:
+        found = _SHARED.get(key)
+        if found is None:
+            found = _SHARED[key] = Derivations()
+        _RECENT[key] = found
+        _RECENT.move_to_end(key)
+        if len(_RECENT) > _RECENT_KEPT:
+            _RECENT.popitem(last=False)
+    return found
+
+
+class Paths:
+    """The paths traced so far of a function that branches on traced values, most
+    recently used first; ``current`` is the one tried first."""
+
+    __slots__ = ("variants", "current", "warned")
+
+    def __init__(self, first: Traced):
+        self.variants = [first]
+        self.current = first
+        self.warned = False
+
+    def use(self, traced: Traced) -> None:
+        if self.variants[0] is not traced:
+            self.variants.remove(traced)
+            self.variants.insert(0, traced)
+        self.current = traced
+
+    def add(self, traced: Traced, name: str) -> None:
+        self.variants.insert(0, traced)
+        self.current = traced
+        if len(self.variants) > MAX_PATHS:
+            self.variants.pop()
+            if not self.warned:
+                self.warned = True
+                warnings.warn(
+                    f"{name} has taken more than {MAX_PATHS} paths through its branches on "
+                    f"traced values; newtonad keeps the {MAX_PATHS} most recent and traces, "
+                    "derives and compiles each new one again, which is slow. Write the "
+                    "branches with np.where(condition, a, b) (or np.maximum / np.minimum / "
+                    "np.clip) so that one program serves every point.",
+                    PathsWarning, stacklevel=find_user_stacklevel())
+
+
+class PathsWarning(UserWarning):
+    """A function branched on traced values along more paths than are kept."""
+
+
+def find_user_stacklevel() -> int:
+    """The stacklevel of the first frame outside newtonad (for warnings)."""
+    frame: Any = sys._getframe(1)
+    level = 1
+    package = os.path.dirname(os.path.abspath(__file__))
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def checked_result(f: Callable, out: Any, *, scalar: bool) -> Any:
@@ -200,7 +325,8 @@ def checked_result(f: Callable, out: Any, *, scalar: bool) -> Any:
     return out
 
 
-#: f -> {(input slots, scalar): Traced}; an entry lives as long as its function.
+#: f -> {(input slots, scalar): Traced, or Paths of a function that branches}; an entry
+#: lives as long as its function.
 TRACES: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
 #: Held to trace, derive and compile (the misses of the caches here and the Objective's):
 #: tracing keeps process-wide state, and one thread's work then serves the others.
@@ -208,50 +334,152 @@ TRACES: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary(
 TRACE_LOCK = threading.RLock()
 
 
+def _point(x: Any, args: Sequence[Any]) -> list | None:
+    """The input values a guarded trace follows its branches at (``None``: a Var without
+    one, in a trace made without values)."""
+    values = [_value_of(v) for v in (x, *args)]
+    return None if any(v is None for v in values) else values
+
+
 def traced_at(f: Callable, x: Any, args: tuple, scalar: bool) -> Traced:
     """``f`` traced at the signature of ``(x, *args)``: cached, re-traced when a value it
-    reads outside its arguments has changed."""
+    reads outside its arguments has changed. For a function that branches on traced
+    values, the path used last (its runners raise :class:`GuardFailed` where it does not
+    hold; :func:`path_at` then gives the one that does)."""
     avals = (aval_of(x),) + tuple(aval_of(a) for a in args)
     key = (avals, scalar)
     try:
         per_fun = TRACES.get(f)
     except TypeError:  # not weak-referenceable: trace every time
         with TRACE_LOCK:
-            return Traced(f, avals, scalar)
-    traced = None if per_fun is None else per_fun.get(key)
+            return Traced(f, avals, scalar, _point(x, args))
+    entry = None if per_fun is None else per_fun.get(key)
+    traced = entry.current if entry.__class__ is Paths else entry
     if traced is None or traced.stale():
         with TRACE_LOCK:
             per_fun = TRACES.setdefault(f, {})
-            traced = per_fun.get(key)
+            entry = per_fun.get(key)
+            traced = entry.current if entry.__class__ is Paths else entry
             if traced is None or traced.stale():
-                new = Traced(f, avals, scalar)
-                if traced is not None and new.program == traced.program:
-                    new.derived = traced.derived  # e.g. only a lifted input changed
-                traced = per_fun[key] = new
+                traced = Traced(f, avals, scalar, _point(x, args))
+                per_fun[key] = traced if traced.check is None else Paths(traced)
     return traced
 
 
-def derive(traced: Traced, kind: str, k: int | None, make: Callable[[], Any],
+def path_at(traced: Traced, x: Any, args: Sequence[Any]) -> Traced:
+    """The path of ``traced``'s function whose branches hold at ``(x, *args)``: one kept,
+    or a new guarded trace there (kept beside the others, at most :data:`MAX_PATHS`)."""
+    f_ref, avals, scalar = traced.site
+    f = f_ref()
+    if f is None:
+        raise RuntimeError("the traced function no longer exists")
+    key = (avals, scalar)
+    with TRACE_LOCK:
+        try:
+            per_fun = TRACES.setdefault(f, {})
+        except TypeError:
+            return Traced(f, avals, scalar, _point(x, args))
+        entry = per_fun.get(key)
+        if entry.__class__ is Paths:
+            for variant in entry.variants:
+                if not variant.stale() and variant.holds(x, args):
+                    entry.use(variant)
+                    return variant
+        new = Traced(f, avals, scalar, _point(x, args))
+        if new.check is None:  # no branch on this path: it serves every point
+            per_fun[key] = new
+        elif entry.__class__ is Paths and not any(v.stale() for v in entry.variants):
+            entry.add(new, getattr(f, "__name__", type(f).__name__))
+        else:
+            per_fun[key] = Paths(new)
+        return new
+
+
+def traced_here(f: Callable, x: Any, args: tuple, scalar: bool) -> Traced:
+    """:func:`traced_at`, on the path that holds at ``(x, *args)`` (tested first: for
+    callers that read the program itself, a sparsity pattern say)."""
+    traced = traced_at(f, x, args, scalar)
+    if traced.check is not None and not traced.holds(x, args):
+        traced = path_at(traced, x, args)
+    return traced
+
+
+#: How many times a call looks for the path that holds before giving up (a path traced
+#: at x holds at x: more than one retry means the function is not deterministic).
+PATH_RETRIES = 4
+
+
+def derive(traced: Traced, kind: str, k: int | None, make: Callable[..., Any],
            engine: str | None) -> Any:
-    """The derived program(s) of one kind and frame width, made by ``make`` once per trace
-    and compiled with ``engine`` (``None``: kept as programs, for inlining into a trace)."""
+    """The derived program(s) of one kind and frame width, made by ``make(program)`` once
+    per trace and compiled with ``engine`` (``None``: kept as programs, for inlining into a
+    trace). For a path of a function that branches, the first program also says whether
+    the path holds (one more output), and its runner raises :class:`GuardFailed` where it
+    does not."""
     key = (kind, k, engine)
     found = traced.derived.get(key)
     if found is None:
         with TRACE_LOCK:
             found = traced.derived.get(key)
             if found is None:
-                found = traced.derived[key] = _derived(make(), engine)
+                programs = _make(make, traced.program)
+                if traced.check is not None:
+                    programs = with_check(programs, traced.check)
+                found = traced.derived[key] = _derived(programs, engine,
+                                                       traced.check is not None)
     return found
 
 
-def _derived(programs: Any, engine: str | None) -> Any:
-    """``programs`` (one or a tuple) compiled with ``engine``, or as they are for None."""
+def _make(make: Callable[..., Any], program: Program) -> Any:
+    """``make(program)``; ``make()`` for a maker that takes no argument (it reads the
+    program of the trace it was made for)."""
+    code = getattr(make, "__code__", None)
+    if code is not None and code.co_argcount == 0 and not code.co_flags & 0x04:
+        return make()
+    return make(program)
+
+
+def with_check(programs: Any, check: Program) -> Any:
+    """``programs`` (one, or a tuple whose first runs at x) with ``check``'s output
+    appended to the first: the derived program then tests its own path in its loops."""
+    first = programs if isinstance(programs, Program) else programs[0]
+    roots = [new_tracer(slot) for slot in first.in_slots]
+    outs = interpret(first, roots)
+    (ok,) = interpret(check, roots[:len(check.inputs)])
+    combined, closed = to_program(roots, [*outs, ok])
+    assert not closed  # both programs are closed: interpreting them reaches only roots
+    return combined if isinstance(programs, Program) else (combined, *programs[1:])
+
+
+def _derived(programs: Any, engine: str | None, guarded: bool = False) -> Any:
+    """``programs`` (one or a tuple) compiled with ``engine``, or as they are for None;
+    a guarded first runner checks its last output."""
     if engine is None:  # inlining: keep the programs
         return programs
     if isinstance(programs, Program):
-        return compile_program(programs, engine)
-    return tuple(compile_program(p, engine) for p in programs)
+        run = compile_program(programs, engine)
+        return guarded_runner(run) if guarded else run
+    runs = [compile_program(p, engine) for p in programs]
+    if guarded:
+        runs[0] = guarded_runner(runs[0])
+    return tuple(runs)
+
+
+def guarded_runner(run: Callable) -> Callable:
+    """``run`` without its last output, which says whether the path holds: raises
+    :class:`GuardFailed` when it does not. ``out=`` gets an array for that output added;
+    ``reusing_outputs`` (where ``run`` has it) gives a guarded runner too."""
+    def guarded(*inputs: Any, **kw: Any) -> Any:
+        if kw and kw.get("out") is not None:
+            kw["out"] = (*kw["out"], np.empty((), dtype=np.bool_))
+        outs = run(*inputs, **kw)
+        if outs[-1]:
+            return outs[:-1]
+        raise GuardFailed
+    if hasattr(run, "reusing_outputs"):
+        guarded.reusing_outputs = lambda: guarded_runner(run.reusing_outputs())  # type: ignore[attr-defined]
+    guarded.unguarded = run  # type: ignore[attr-defined]
+    return guarded
 
 
 # ---- running derived programs ---------------------------------------------------------------
@@ -272,12 +500,35 @@ def inlines(traced: Traced, x: Any, args: Sequence[Any], extra: Sequence[Any] = 
             or any(isinstance(e, Var) for e in extra))
 
 
-def run_derived(traced: Traced, kind: str, k: int | None, make: Callable[[], Any],
+def run_derived(traced: Traced, kind: str, k: int | None, make: Callable[..., Any],
                 engine: str, x: Any, args: Sequence[Any], extra: Sequence[Any] = ()) -> list:
-    """Run a derived program, compiled (arrays) or inlined (Vars)."""
+    """Run a derived program, compiled (arrays) or inlined (Vars); on the path of ``f``
+    that holds at x (``make(program)`` derives it from each path's program)."""
+    for _ in range(PATH_RETRIES):
+        try:
+            return _run_derived(traced, kind, k, make, engine, x, args, extra)
+        except GuardFailed:
+            traced = path_at(traced, x, args)
+    raise RuntimeError(_NO_PATH)
+
+
+_NO_PATH = ("the function's branches went another way each time it was traced at the same "
+            "point: is it deterministic? (newtonad follows the branches it takes at each "
+            "point; a function whose branches depend on a counter or on random numbers "
+            "cannot be traced)")
+
+
+def _run_derived(traced: Traced, kind: str, k: int | None, make: Callable[..., Any],
+                 engine: str, x: Any, args: Sequence[Any], extra: Sequence[Any]) -> list:
     if inlines(traced, x, args, extra):
         program = derive(traced, kind, k, make, None)
-        return interpret(program, [x, *args, *traced.closed, *extra])
+        outs = interpret(program, [x, *args, *traced.closed, *extra])
+        if traced.check is not None:
+            # the enclosing trace records this as one of its own branches
+            ok = outs.pop()
+            if not ok:
+                raise GuardFailed
+        return outs
     run = derive(traced, kind, k, make, engine)
     return list(run(x, *args, *traced.closed_values(), *extra))
 

@@ -18,7 +18,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ._programs import (
+    _NO_PATH,
     HESSIAN_INSTEAD,
+    PATH_RETRIES,
+    GuardFailed,
     Traced,
     as_data,
     as_frame,
@@ -29,6 +32,7 @@ from ._programs import (
     identity_columns,
     inlines,
     is_traced_call,
+    path_at,
     run_derived,
     traced_at,
 )
@@ -134,7 +138,7 @@ def value_and_grad(f: Callable, *, engine: str | None = None) -> Callable:
     def vg(x, *args):
         x, args, traced = _prepare(f, x, args, scalar=True)
         y, g = run_derived(traced, "value_and_grad", 0,
-                           lambda: tf.value_and_grad_program(traced.program), _engine(engine),
+                           tf.value_and_grad_program, _engine(engine),
                            x, args)
         return (y if isinstance(y, Var) else float(y)), g
 
@@ -214,7 +218,7 @@ def jvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *,
     """
     x, args, traced = _prepare(f, x, tuple(args), scalar=False)
     V, k = as_frame(V, tuple(x.shape))
-    return tuple(run_derived(traced, "jvp", k, lambda: tf.jvp_program(traced.program, k),
+    return tuple(run_derived(traced, "jvp", k, lambda program: tf.jvp_program(program, k),
                              _engine(engine), x, args, [V]))
 
 
@@ -262,7 +266,7 @@ def vjp(f: Callable, x: Any, W: Any, args: Sequence[Any] = (), *,
     x, args, traced = _prepare(f, x, tuple(args), scalar=False)
     y_shape = traced.program.out_slots[0].shape
     W, k = as_frame(W, y_shape, "W")
-    return tuple(run_derived(traced, "vjp", k, lambda: tf.vjp_program(traced.program, k),
+    return tuple(run_derived(traced, "vjp", k, lambda program: tf.vjp_program(program, k),
                              _engine(engine), x, args, [W]))
 
 
@@ -308,7 +312,7 @@ def hvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *,
     """
     x, args, traced = _prepare(f, x, tuple(args), scalar=True)
     V, k = as_frame(V, tuple(x.shape))
-    (hv,) = run_derived(traced, "hvp", k, lambda: tf.hvp_program(traced.program, k),
+    (hv,) = run_derived(traced, "hvp", k, lambda program: tf.hvp_program(program, k),
                         _engine(engine), x, args, [V])
     return hv
 
@@ -357,24 +361,35 @@ def linearize(f: Callable, x: Any, args: Sequence[Any] = (), *,
         raise TypeError("linearize is for concrete points and functions of them; inside a "
                         "traced function (or on newtonad.Var values) use jvp")
     x = x.copy()  # lin reads x later: the caller may change its array meanwhile
-    known = (x, *args, *traced.closed_values())
     eng = _engine(engine)
+    n_out = len(traced.program.outputs)
+    for _ in range(PATH_RETRIES):
+        try:
+            return _linearized(traced, x, args, eng, n_out)
+        except GuardFailed:  # f branches another way at x than on the path traced first
+            traced = path_at(traced, x, args)
+    raise RuntimeError(_NO_PATH)
+
+
+def _linearized(traced: Traced, x: np.ndarray, args: tuple, eng: str,
+                n_out: int) -> tuple[Any, Callable[[Any], Any]]:
+    """linearize on one path of f (its runners raise GuardFailed where it does not hold)."""
+    known = (x, *args, *traced.closed_values())
     residuals: dict[int | None, tuple] = {}
 
     def programs(k):
         return derive(traced, "linearize", k,
-                        lambda: tf.linearize_program(traced.program, k), eng)
+                      lambda program: tf.linearize_program(program, k), eng)
 
     primal, _ = programs(None)
     outs = primal(*known)
-    n_out = len(traced.program.outputs)
     residuals[None] = outs[n_out:]
 
     def lin(V):
         V, k = as_frame(V, tuple(x.shape))
         prim_k, linear_k = programs(k)
         if k not in residuals:
-            residuals[k] = prim_k(*known)[n_out:]
+            residuals[k] = prim_k(*known)[n_out:]  # the same path: x is the same point
         (t,) = linear_k(*known, *residuals[k], V)
         return t
 

@@ -39,12 +39,16 @@ from . import api
 from ._hessian_matrices import HessianMatrices
 from ._point import SMALL_POINT_SIZE, Point, Unseen, is_point
 from ._programs import (
+    _NO_PATH,
+    PATH_RETRIES,
     TRACE_LOCK,
+    GuardFailed,
     Traced,
     as_data,
     as_frame,
     as_point,
     derive,
+    path_at,
     traced_at,
     with_copy_of_x,
 )
@@ -170,6 +174,21 @@ class Objective(HessianMatrices):
         self._runners = {}
         self._guards = ()
 
+    def _on_new_path(self, method: Callable, x: Any, *rest: Any) -> Any:
+        """Run ``method`` again after f's branches went another way at x than on the path
+        its runners were made for: on the path that holds at x (kept, or traced there)."""
+        for _ in range(PATH_RETRIES):
+            point = as_point(x)
+            path_at(self._traced(point), point, self.args)
+            # every runner and point record was made on the other path
+            self._local = _PerThread()
+            self._runners = {}
+            try:
+                return method(self, x, *rest)
+            except GuardFailed:
+                continue
+        raise RuntimeError(_NO_PATH)
+
     # ---- programs ----------------------------------------------------------------------
     def _traced(self, x: np.ndarray) -> Traced:
         return traced_at(self.f, x, self.args, scalar=True)
@@ -183,7 +202,7 @@ class Objective(HessianMatrices):
                 found = self._runners.get(key)
                 if found is None:
                     traced = self._traced(x)
-                    run = derive(traced, kind, k, lambda: make(traced.program), self.engine)
+                    run = derive(traced, kind, k, make, self.engine)
                     found = (run, (*self.args, *traced.closed_values()))
                     if traced.guard is not None and traced.guard not in self._guards:
                         self._guards += (traced.guard,)
@@ -346,7 +365,10 @@ class Objective(HessianMatrices):
         >>> obj.value_and_grad(np.array([1.0, 2.0]))
         (9.0, array([ 3., 12.]))
         """
-        at = self._evaluate(self._check(x))
+        try:
+            at = self._evaluate(self._check(x))
+        except GuardFailed:  # f branches another way at x
+            return self._on_new_path(Objective.value_and_grad, x)
         return float(at.value), self._hand_out(at)
 
     def fun(self, x: Any) -> float:
@@ -378,7 +400,10 @@ class Objective(HessianMatrices):
         >>> obj.fun(np.array([1.0, 2.0]))
         9.0
         """
-        return float(self._evaluate(self._check(x), False).value)
+        try:
+            return float(self._evaluate(self._check(x), False).value)
+        except GuardFailed:  # f branches another way at x
+            return self._on_new_path(Objective.fun, x)
 
     def jac(self, x: Any) -> np.ndarray:
         """Return ``∇f(x)``, shaped like ``x``; free after ``fun`` at the same ``x``.
@@ -409,7 +434,10 @@ class Objective(HessianMatrices):
         >>> obj.jac(np.array([1.0, 2.0]))
         array([ 3., 12.])
         """
-        return self._hand_out(self._evaluate(self._check(x)))
+        try:
+            return self._hand_out(self._evaluate(self._check(x)))
+        except GuardFailed:  # f branches another way at x
+            return self._on_new_path(Objective.jac, x)
 
     # ---- second order --------------------------------------------------------------------
     def _linearized(self, x: np.ndarray, k: int | None, need_grad: bool = False
@@ -500,22 +528,33 @@ class Objective(HessianMatrices):
         else:
             x = x.copy()
 
-        def hessp_at_x(V: Any) -> np.ndarray:
-            V, k = as_frame(V, x.shape, "p")
-            if k not in linear and self._small(x):
-                # too little data for residuals to pay (see _LINEARIZE_FROM): each product
-                # is one whole HVP pass, as in hessp
-                run, data = self._compiled(x, "hvp", k, lambda program: tf.hvp_program(program, k))
-                linear[k] = (run, (x, *data))
-            if k not in linear:
-                linear[k] = self._linearized(x, k)
-                linearized.add(k)
-            linear_run, known = linear[k]
-            if reuse_output and k is None and k in linearized:
-                # the calling thread's own pair of output arrays: a result stays valid
-                # until that thread's second product after it, whatever other threads do
-                linear_run = self._alternating_runner(x, linear_run)
-            (hv,) = linear_run(*known, V)
+        def hessp_at_x(V: Any, _tries: int = 0) -> np.ndarray:
+            try:
+                V, k = as_frame(V, x.shape, "p")
+                if k not in linear and self._small(x):
+                    # too little data for residuals to pay (see _LINEARIZE_FROM): each
+                    # product is one whole HVP pass, as in hessp
+                    run, data = self._compiled(x, "hvp", k,
+                                               lambda program: tf.hvp_program(program, k))
+                    linear[k] = (run, (x, *data))
+                if k not in linear:
+                    linear[k] = self._linearized(x, k)
+                    linearized.add(k)
+                linear_run, known = linear[k]
+                if reuse_output and k is None and k in linearized:
+                    # the calling thread's own pair of output arrays: a result stays valid
+                    # until that thread's second product after it, whatever other threads do
+                    linear_run = self._alternating_runner(x, linear_run)
+                (hv,) = linear_run(*known, V)
+            except GuardFailed:  # f branches another way at x than the runners' path
+                if _tries >= PATH_RETRIES:
+                    raise RuntimeError(_NO_PATH) from None
+                path_at(self._traced(x), x, self.args)
+                self._local = _PerThread()  # runners and records of the other path
+                self._runners = {}
+                linear.clear()
+                linearized.clear()
+                return hessp_at_x(V, _tries + 1)
             self.nhev += 1 if k is None else k
             return hv
 
@@ -568,36 +607,52 @@ class Objective(HessianMatrices):
         >>> obj.hessp(np.array([1.0, 2.0]), np.array([1.0, 1.0]))
         array([ 6., 12.])
         """
-        x = self._check(x)
-        self._second_order = True
-        if p.__class__ is np.ndarray and p.shape == x.shape and p.dtype is _FLOAT64:
-            k = None  # the solvers' case: one direction, checked without as_frame
-        else:
-            p, k = as_frame(p, x.shape, "p")
-        self.nhev += 1 if k is None else k
-        local = self._local
-        whole = self._small(x)  # small: every product is a whole pass, the point is kept
-        if not whole:
-            # The first product at a point is one whole HVP pass: a caller that moves x
-            # on every call pays no residual pass. A second product at the same point
-            # linearises, and the rest cost a linear pass.
-            at = local.at
-            at.move_to(x)
-            if not at.products:
-                at.products = whole = True
-        if whole:
-            hvp = local.hvp
-            if hvp is None or hvp[0] != (x.shape, k):
-                run, data = self._compiled(x, "hvp", k, lambda program: tf.hvp_program(program, k))
-                hvp = local.hvp = ((x.shape, k), run, data)
-            return hvp[1](x, *hvp[2], p)[0]
-        # x is the current point, so _linearized need not compare it again when the
-        # residuals for this frame width are there
-        linear = at.linear.get(k)
-        if linear is None:
-            linear = self._linearized(x, k)
-        linear_run, known = linear
-        return linear_run(*known, p)[0]
+        try:
+            x = self._check(x)
+            self._second_order = True
+            if p.__class__ is np.ndarray and p.shape == x.shape and p.dtype is _FLOAT64:
+                k = None  # the solvers' case: one direction, checked without as_frame
+            else:
+                p, k = as_frame(p, x.shape, "p")
+            self.nhev += 1 if k is None else k
+            local = self._local
+            whole = self._small(x)  # small: every product is a whole pass, the point is kept
+            if not whole:
+                # The first product at a point is one whole HVP pass: a caller that moves x
+                # on every call pays no residual pass. A second product at the same point
+                # linearises, and the rest cost a linear pass.
+                at = local.at
+                at.move_to(x)
+                if not at.products:
+                    at.products = whole = True
+            if whole:
+                hvp = local.hvp
+                if hvp is None or hvp[0] != (x.shape, k):
+                    run, data = self._compiled(x, "hvp", k,
+                                               lambda program: tf.hvp_program(program, k))
+                    hvp = local.hvp = ((x.shape, k), run, data)
+                return hvp[1](x, *hvp[2], p)[0]
+            # x is the current point, so _linearized need not compare it again when the
+            # residuals for this frame width are there
+            linear = at.linear.get(k)
+            if linear is None:
+                linear = self._linearized(x, k)
+            linear_run, known = linear
+            return linear_run(*known, p)[0]
+        except GuardFailed:  # f branches another way at x
+            return self._on_new_path(Objective.hessp, x, p)
+
+    def hess(self, x: Any) -> Any:  # noqa: D102 (HessianMatrices.hess's docstring)
+        try:
+            return HessianMatrices.hess(self, x)
+        except GuardFailed:  # f branches another way at x
+            return self._on_new_path(HessianMatrices.hess, x)
+
+    def sparse_hess(self, x: Any) -> Any:  # noqa: D102 (HessianMatrices.sparse_hess's)
+        try:
+            return HessianMatrices.sparse_hess(self, x)
+        except GuardFailed:  # f branches another way at x
+            return self._on_new_path(HessianMatrices.sparse_hess, x)
 
     def __repr__(self) -> str:
         name = getattr(self.f, "__name__", type(self.f).__name__)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._programs import as_data, as_point, is_traced_call, run_derived, traced_at
+from ._programs import as_data, as_point, is_traced_call, run_derived, traced_at, traced_here
 from ._static_args import bind_static
 from .ad import transforms as tf
 
@@ -29,7 +29,7 @@ def _traced_plain(f: Callable, x: Any, args: Sequence[Any], scalar: bool, what: 
     if is_traced_call(x_, args_):
         raise TypeError(f"{what} works on arrays, not inside a trace or on Vars; "
                         f"use the dense form there")
-    traced = traced_at(f, x_, args_, scalar=scalar)
+    traced = traced_here(f, x_, args_, scalar)  # the path of f's branches that holds at x
     if traced.from_outer:
         raise TypeError(f"{what}: f closes over values of an enclosing trace; "
                         f"use the dense form there")

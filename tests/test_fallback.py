@@ -93,7 +93,9 @@ def test_untraceable_fun_runs_scipy_differences_with_scipy_counts(method):
     ref = so.minimize(untraceable, X0, method=method)  # scipy's default: '2-point'
     assert len(fallbacks) == 1
     assert res.nfev == ref.nfev
-    assert ours.calls == res.nfev + 1  # and the one call on the tracer that failed
+    # and two calls on tracers that failed: without values (stopped at the branch), then
+    # along the branch taken at x0 (stopped at float())
+    assert ours.calls == res.nfev + 2
     np.testing.assert_allclose(res.x, ref.x, rtol=1e-12, atol=1e-12)
 
 
@@ -104,7 +106,7 @@ def test_untraceable_fun_on_hessian_methods_finds_the_minimum(method):
     res, fallbacks = quiet(nad.minimize, ours, X0, method=method)
     assert len(fallbacks) == 1
     assert res.success, res.message
-    assert ours.calls == res.nfev + 1
+    assert ours.calls == res.nfev + 2
     np.testing.assert_allclose(res.x, [1.0, 0.0], atol=1e-4)
 
 
@@ -114,7 +116,7 @@ def test_the_warning_names_the_reason_and_the_users_line():
     assert len(record) == 1
     message = str(record[0].message)
     assert "TracerBoolError" in message
-    assert "test_fallback.py" in message and "if x[0] > -100" in message
+    assert "test_fallback.py" in message and "math.pow(float(x[0]) - 1.0, 2)" in message
     assert record[0].filename == __file__  # attributed to the caller of minimize
 
 

@@ -29,12 +29,14 @@ contents per call, so pass large data as ``args``.
 from __future__ import annotations
 
 import functools
+import random
 import sysconfig
 import types
 from typing import Any, Callable
 
 import numpy as np
 
+from .sparse_operands import defining_arrays, is_sparse
 from .var import Var
 
 #: Top-level packages whose functions are not walked: their state is not the user's.
@@ -48,6 +50,9 @@ _MAX_ITEMS = 1024
 #: Objects and containers nested deeper than this are guarded by identity only.
 _MAX_DEPTH = 4
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
+#: Random number generators: library objects, but their draws make a function impure
+_GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator,
+               random.Random)
 
 
 # ---- where a value is read from ------------------------------------------------------------
@@ -58,7 +63,8 @@ _CELL = object()
 
 # What a guard entry compares: the object's identity only, a scalar's value, an array's
 # contents, or a list's or dict's length (their items have entries of their own).
-_IDENTITY, _SCALAR, _ARRAY, _LENGTH = range(4)
+# A scipy.sparse matrix is compared by the arrays that define it (_SPARSE).
+_IDENTITY, _SCALAR, _ARRAY, _LENGTH, _SPARSE = range(5)
 
 
 class Guard:
@@ -96,6 +102,8 @@ class Guard:
                 self.entries[i] = (holder, key, now, kind, len(now))
             elif kind == _ARRAY and (now is not then or not same_contents(now, snapshot)):
                 self.entries[i] = (holder, key, now, kind, now.copy())
+            elif kind == _SPARSE and (now is not then or not _same_matrix(now, snapshot)):
+                self.entries[i] = (holder, key, now, kind, _matrix_copy(now))
             elif now is not then:
                 self.entries[i] = (holder, key, now, kind, snapshot)
 
@@ -115,7 +123,20 @@ class Guard:
                     return True
             elif kind == _LENGTH and len(now) != snapshot:
                 return True
+            elif kind == _SPARSE and not _same_matrix(now, snapshot):
+                return True
         return False
+
+
+def _matrix_copy(a: Any) -> tuple:
+    return (a.shape, tuple(np.array(part, copy=True) for part in defining_arrays(a)))
+
+
+def _same_matrix(a: Any, snapshot: tuple) -> bool:
+    shape, parts = snapshot
+    now = defining_arrays(a)
+    return a.shape == shape and len(now) == len(parts) and all(
+        same_contents(np.asarray(p), q) for p, q in zip(now, parts))
 
 
 #: Arrays are compared in two parts: this many first entries, then the rest. A point that
@@ -185,6 +206,7 @@ class _Walker:
         self.keep: list[Any] = []  # holds walked objects alive, so their ids stay unique
         self.objects: list[tuple[Any, int]] = []  # (object, depth) whose attributes to read
         self.read_names: dict[int, set[str]] = {}
+        self.generators: list[Any] = []  # captured random number generators
 
     def record(self, place: tuple[Any, Any], value: Any, kind: int = _IDENTITY,
                snapshot: Any = None) -> None:
@@ -218,6 +240,14 @@ class _Walker:
         """Record where ``v`` was read and what it held, then walk into it."""
         if isinstance(v, (types.ModuleType, type, Var)):
             return  # fixed, or (a Var) an enclosing trace's value, passed to it as data
+        if isinstance(v, _GENERATORS):
+            if all(g is not v for g in self.generators):
+                self.generators.append(v)  # watched for draws while tracing (.purity)
+            return
+        if is_sparse(v):  # a library object, but its entries are the user's data
+            self.record(place, v, _SPARSE, _matrix_copy(v))
+            self.keep.append(v)
+            return
         if isinstance(v, _SCALARS):
             self.record(place, v, _SCALAR)
             if isinstance(v, (float, np.floating)):
@@ -299,11 +329,17 @@ def find_captures(fun: Callable) -> Guard | None:
         ``None`` when ``fun`` reads nothing that could change (only modules, library
         functions and classes): then there is nothing to check per call.
     """
+    return walk_captures(fun)[0]
+
+
+def walk_captures(fun: Callable) -> tuple[Guard | None, list[Any]]:
+    """:func:`find_captures`'s guard, and the random number generators ``fun`` captures
+    (NumPy ``Generator`` / ``RandomState`` / bit generators, ``random.Random``)."""
     walker = _Walker()
     walker.walk(fun, 0)  # fun itself is held by the caller: it cannot change
     while walker.attributes():
         pass
-    return walker.guard if walker.guard.entries else None
+    return (walker.guard if walker.guard.entries else None), walker.generators
 
 
-__all__ = ["Guard", "find_captures", "same_contents"]
+__all__ = ["Guard", "find_captures", "same_contents", "walk_captures"]

@@ -14,16 +14,21 @@ start of every trace.
 
 from __future__ import annotations
 
+import contextlib
 import dis
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 from . import scipy_dispatch
-from .captures import Guard, find_captures
+from .branches import recording
+from .captures import Guard, walk_captures
 from .gc_pause import gc_paused
+from .math_routing import math_routed
 from .primitives.core import Primitive, const_p
 from .program import ArrayConst, Program, Slot, Step
+from .purity import watching_draws
+from .tracer_errors import BranchOnTracer, ImpureFunctionError, impure_message
 from .var import (
     Op,
     TracerBoolError,
@@ -164,20 +169,56 @@ class TraceResult(NamedTuple):
     from_outer: bool
     #: The guard on what the function read outside its arguments (None: nothing).
     guard: Guard | None
+    #: For a guarded trace (the function branched on traced values): the program of the
+    #: same inputs whose one output, a bool, says whether every branch goes the way it
+    #: went here (``None``: the function took no decision on a traced value).
+    check: Program | None = None
+    #: How many decisions ``check`` tests.
+    decisions: int = 0
 
 
-@gc_paused
-def trace_function(fun, avals: Sequence[Slot], *, wrap=None) -> TraceResult:
+def trace_function(fun, avals: Sequence[Slot], *, wrap=None,
+                   point: Sequence[Any] | None = None) -> TraceResult:
     """Trace ``fun`` on fresh tracers of ``avals`` into a Program.
 
     ``wrap`` post-processes the result (e.g. to check it is a scalar). The program's
     outputs are the flattened results.
+
+    The trace is made without values first. If ``fun`` branches on a traced value
+    (``if``, ``while``, ``bool()``, ``max`` of traced scalars) and ``point`` gives the
+    input values, it is traced again on tracers that carry them: each branch goes the
+    way it goes at ``point`` and is recorded (:mod:`.branches`), and the result's
+    ``check`` program tells where that path holds (a guarded trace).
+
+    Raises
+    ------
+    TracerBoolError
+        When ``fun`` turns a traced value into a Python number, branches with no
+        ``point``, or draws random numbers (:class:`~.tracer_errors.ImpureFunctionError`).
     """
     scipy_dispatch.install_pending()  # functions SciPy modules imported since the last trace
-    guard = find_captures(fun)
+    try:
+        return _trace(fun, avals, wrap, None)
+    except BranchOnTracer:
+        if point is None:
+            raise
+    return _trace(fun, avals, wrap, point)
+
+
+@gc_paused
+def _trace(fun, avals: Sequence[Slot], wrap, point: Sequence[Any] | None) -> TraceResult:
+    guard, generators = walk_captures(fun)
     start = next_id()
-    tracers = [new_tracer(a) for a in avals]
-    with lifting(guard.liftable if guard is not None else {}):
+    if point is None:
+        tracers = [new_tracer(a) for a in avals]
+    else:
+        tracers = [Var(np.asarray(v.value if isinstance(v, Var) else v), aval=a)
+                   for v, a in zip(point, avals)]
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(lifting(guard.liftable if guard is not None else {}))
+        stack.enter_context(math_routed())
+        draws = stack.enter_context(watching_draws(generators))
+        rec = None if point is None else stack.enter_context(recording(start))
         try:
             out = fun(*tracers)
         except ValueError as e:
@@ -186,12 +227,38 @@ def trace_function(fun, avals: Sequence[Slot], *, wrap=None) -> TraceResult:
             raise
         if wrap is not None:
             out = wrap(out)
+        drew = draws.drew()
+    if drew is not None:
+        raise ImpureFunctionError(impure_message(drew))
     if guard is not None:
         guard.settle()
     outs = [o if isinstance(o, Var) else const_var(o)
             for o in (out if isinstance(out, tuple) else (out,))]
-    program, closed = to_program(tracers, outs, stop=start)
-    return TraceResult(program, closed, any(not v.captured for v in closed), guard)
+    if rec is None or not rec.decisions:
+        program, closed = to_program(tracers, outs, stop=start)
+        return TraceResult(program, closed, any(not v.captured for v in closed), guard)
+    ok = _all_hold(rec.decisions)
+    # one walk for the inputs both programs take (values and branches may read
+    # different captured values), then each program alone
+    _, closed = to_program(tracers, [*outs, ok], stop=start)
+    inputs = [*tracers, *closed]
+    program, _ = to_program(inputs, outs, stop=start)
+    check, _ = to_program(inputs, [ok], stop=start)
+    return TraceResult(program, closed, any(not v.captured for v in closed), guard, check,
+                       len(rec.decisions))
+
+
+def _all_hold(decisions: Sequence[tuple[Var, bool]]) -> Var:
+    """A bool Var: whether every condition comes out as it did (``(var, outcome)``)."""
+    ok = None
+    for var, outcome in decisions:
+        c = var.reshape(()) if var.shape != () else var
+        if c.dtype != np.bool_:
+            c = c != 0
+        held = c if outcome else ~c
+        ok = held if ok is None else ok & held
+    assert ok is not None
+    return ok
 
 
 __all__ = ["Op", "TraceResult", "TracerBoolError", "Var", "bind", "const_params", "const_var",

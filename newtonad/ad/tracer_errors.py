@@ -18,22 +18,42 @@ from .dispatch import scipy_caller_hint
 
 
 class TracerBoolError(TypeError):
-    """Raised when traced code asks for the concrete value of a tracer.
+    """Raised when traced code turns a traced value into a Python number.
 
-    ``bool(x)``, ``float(x)``, ``x.item()`` and ``if x > 0:`` need a value that a
-    tracer does not have: newtonad traces a function once for every input of a shape.
-    Write value-dependent branches with ``np.where(condition, a, b)``.
+    ``float(x)``, ``int(x)``, ``x.item()`` and an index made of a traced value would
+    reach the program as constants: the derivative through them (and their dependence
+    on x) would be lost, so they are refused, with the line that asked. Branches are
+    fine: ``if x[0] > 0:`` and ``while err > tol:`` trace the path taken at the point
+    (a guarded trace). Keep values as arrays: ``np.exp(x[0])``, not
+    ``math.exp(float(x[0]))``.
 
     Examples
     --------
     >>> import numpy as np, newtonad as nad
     >>> def f(x):
-    ...     return x[0] if x[0] > 0 else -x[0]
+    ...     return float(x[0]) * x[1]
     >>> try:
-    ...     nad.grad(f)(np.array([1.0]))
+    ...     nad.grad(f)(np.array([1.0, 2.0]))
     ... except nad.TracerBoolError:
-    ...     print("use np.where")
-    use np.where
+    ...     print("refused: keep x[0] an array")
+    refused: keep x[0] an array
+    """
+
+
+class BranchOnTracer(TracerBoolError):
+    """``bool()`` of a traced value in a trace made without values (internal).
+
+    The tracer catches it and traces again with the values of the point at hand,
+    recording the branch taken as a guard (:mod:`newtonad.ad.branches`); it reaches
+    the user only where no point is known.
+    """
+
+
+class ImpureFunctionError(TracerBoolError):
+    """The traced function drew random numbers: a trace would freeze them into constants.
+
+    ``minimize``, ``least_squares`` and ``Objective`` then call the function directly
+    (:class:`~newtonad.TraceFallbackWarning`); the derivative functions raise this.
     """
 
 def with_scipy_hint(message: str) -> str:
@@ -83,11 +103,59 @@ def _package(frame: Any) -> str:
 
 
 def concrete_message(what: str, shape: tuple[int, ...]) -> str:
-    return (f"{what} needs the value of a traced array, but newtonad traces your function "
-            f"once for all inputs of shape {shape}, without values. Value-dependent Python "
-            "control flow (if/while on array values, float(x), bool(x), x.item()) cannot be "
-            "traced: write the branch with np.where(condition, a, b) (or np.maximum / "
-            "np.minimum / np.clip) so both sides are computed and selected elementwise.")
+    """A branch on a traced value where no point is known to follow it from."""
+    return (f"{what} needs the value of a traced array of shape {shape}, and this trace "
+            "has no point to take it from (a derivative function traces if/while on values "
+            "at the point it is called at). Write the branch with np.where(condition, a, b) "
+            "(or np.maximum / np.minimum / np.clip) so both sides are computed and selected "
+            "elementwise.")
+
+
+def conversion_message(what: str, shape: tuple[int, ...]) -> str:
+    """``float(x)``, ``int(x)``, ``x.item()``, an index: a traced value turned into a
+    Python number, which would reach the program as a constant without its derivative."""
+    where = user_frame()
+    at = f" at {where}" if where else ""
+    return (f"{what}{at} turns a traced value (shape {shape}) into a Python number: newtonad "
+            "would compute on with a constant there, and the derivative (and every later "
+            "value of x) would be silently wrong, so it is refused. Keep the value an "
+            "array: np.exp(x[0]) instead of math.exp(float(x[0])) (math.* functions called "
+            "as math.exp(...) on traced values trace as np.*), x[0] * 2 instead of "
+            "float(x[0]) * 2; a branch `if x[0] > 0:` traces as it is; for a choice per "
+            "entry use np.where(condition, a, b). (In minimize, least_squares and Objective "
+            "such a function is called directly with finite differences instead.)")
+
+
+def user_frame() -> str:
+    """``"file:line: code"`` of the innermost frame on the stack outside newtonad, NumPy,
+    SciPy and the standard library (the user's code that asked), or ``""``."""
+    import linecache
+    import os
+    import sysconfig
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    libraries = tuple(os.path.abspath(sysconfig.get_paths()[k])
+                      for k in ("stdlib", "platstdlib", "purelib", "platlib"))
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(here + os.sep) and not path.startswith(libraries) \
+                and not frame.f_code.co_filename.startswith("<frozen"):
+            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}" + (f": {line}" if line else "")
+        frame = frame.f_back
+    return ""
+
+
+def impure_message(source: str) -> str:
+    """The function drew random numbers from ``source`` while it was traced."""
+    where = user_frame()
+    at = f" (traced from {where})" if where else ""
+    return (f"the function drew random numbers ({source}) while newtonad traced it{at}: a "
+            "trace would freeze those draws into constants, so the function is not traced. "
+            "minimize, least_squares and Objective call it directly instead (with finite "
+            "differences); for exact derivatives draw the numbers outside the function and "
+            "pass them in args.")
 
 
 def _numbers_asked_message(where: str) -> str:
@@ -99,4 +167,5 @@ def _numbers_asked_message(where: str) -> str:
             "np.mean(np.stack([a, b])), not np.mean([a, b]).")
 
 
-__all__ = ["TracerBoolError", "concrete_message", "with_scipy_hint"]
+__all__ = ["BranchOnTracer", "ImpureFunctionError", "TracerBoolError", "concrete_message",
+           "conversion_message", "impure_message", "user_frame", "with_scipy_hint"]

@@ -33,11 +33,19 @@ from typing import Any, Callable, Iterable, Protocol
 import numpy as np
 
 from .array_methods import ArrayMethods
+from .branches import Recording
+from .branches import owner as branch_owner
 from .dispatch import FUNCTIONS, METHODS, UFUNC_REDUCE, UFUNCS, method, qualified_name
 from .lifting import lifted_input, lifting
 from .object_arrays import as_objects
 from .program import Slot, output_slot
-from .tracer_errors import TracerBoolError, concrete_message, with_scipy_hint
+from .tracer_errors import (
+    BranchOnTracer,
+    TracerBoolError,
+    concrete_message,
+    conversion_message,
+    with_scipy_hint,
+)
 
 _ids = itertools.count()
 
@@ -170,14 +178,27 @@ class Var(ArrayMethods):
             return f"Var({np.array2string(np.asarray(self.value), threshold=8)})"
         return f"Var<{self.aval}>"
 
-    # ---- concrete value: refused while tracing ------------------------------------
+    # ---- concrete value: branches recorded, numbers refused while tracing ------------
+    def _in_trace(self) -> Recording | None:
+        """The guarded trace this Var is a traced value of (``None``: eager or constant)."""
+        return None if self.const else branch_owner(self.id)
+
     def _concrete(self, what: str) -> np.ndarray:
-        if self.value is None:
-            raise TracerBoolError(with_scipy_hint(concrete_message(what, self.shape)))
+        """The value behind a conversion to a Python number: an eager Var's or a constant's;
+        a traced value's is refused (the number would lose its derivative)."""
+        if self.value is None or self._in_trace() is not None:
+            raise TracerBoolError(with_scipy_hint(conversion_message(what, self.shape)))
         return np.asarray(self.value)
 
     def __bool__(self) -> bool:
-        return bool(self._concrete("bool(x) or `if x`"))
+        # a branch: in a guarded trace, the path taken at the point, recorded as a guard
+        if self.value is None:
+            raise BranchOnTracer(with_scipy_hint(
+                concrete_message("bool(x) or `if x`", self.shape)))
+        trace = self._in_trace()
+        if trace is not None:
+            return trace.decide(self, np.asarray(self.value))
+        return bool(np.asarray(self.value))
 
     def __float__(self) -> float:
         return float(self._concrete("float(x)"))
@@ -186,14 +207,16 @@ class Var(ArrayMethods):
         return int(self._concrete("int(x)"))
 
     def __index__(self) -> int:
-        return int(self._concrete("using an array as an index").__index__())
+        return int(self._concrete("using a traced value as an index or count").__index__())
 
     def item(self) -> Any:
-        """Traced version of numpy.ndarray.item: eager Vars only (a tracer has no value)."""
+        """Traced version of numpy.ndarray.item: eager Vars only (a traced value's number
+        would lose its derivative)."""
         return self._concrete("x.item()").item()
 
     def tolist(self) -> Any:
-        """Traced version of numpy.ndarray.tolist: eager Vars only (a tracer has no value)."""
+        """Traced version of numpy.ndarray.tolist: eager Vars only (a traced value's
+        numbers would lose their derivative)."""
         return self._concrete("x.tolist()").tolist()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -206,10 +229,7 @@ class Var(ArrayMethods):
         float array) only an eager Var's value can give them.
         """
         if dtype is not None and np.dtype(dtype) != np.dtype(object):
-            if self.value is None:
-                raise TracerBoolError(with_scipy_hint(
-                    concrete_message("np.asarray(x, dtype=...)", self.shape)))
-            return np.asarray(self.value, dtype=dtype)
+            return np.asarray(self._concrete("np.asarray(x, dtype=...)"), dtype=dtype)
         return as_objects(self)
 
     def __iter__(self):
