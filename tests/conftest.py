@@ -16,3 +16,19 @@ def module_kernel_cache(tmp_path_factory):
     yield
     if old is None:
         os.environ.pop("NEWTONAD_CACHE_DIR", None)
+
+
+def pytest_configure(config):
+    """``NEWTONAD_TEST_COMPILE_LOG=<path>``: log the kernels tests load (tests/compile_log.py)."""
+    path = os.environ.get("NEWTONAD_TEST_COMPILE_LOG")
+    if path:
+        from . import compile_log
+
+        compile_log.install(path)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    from . import compile_log
+
+    compile_log.current_test["id"] = item.nodeid
