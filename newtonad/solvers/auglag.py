@@ -1,0 +1,413 @@
+"""``method="auglag"``: an augmented-Lagrangian method whose subproblems are bound-constrained
+Newton solves.
+
+The problem is ``min f(x)`` subject to ``h(x) = 0``, ``g(x) <= 0`` and ``l <= x <= u``,
+where ``h`` and ``g`` collect the rows of scipy's constraint objects
+(:class:`~scipy.optimize.NonlinearConstraint`, :class:`~scipy.optimize.LinearConstraint`,
+or the old dicts with ``'eq'`` / ``'ineq'``): a row with ``lb == ub`` is an equality, and a
+finite ``lb`` or ``ub`` of any other row is an inequality. Bounds stay bounds: they are
+handed to the subproblem solver (``tron`` by default), never penalised.
+
+The outer iteration is ALGENCAN's (R. Andreani, E. G. Birgin, J. M. Martínez and
+M. L. Schuverdt, "On augmented Lagrangian methods with general lower-level constraints",
+SIAM J. Optim. 18 (2007) 1286-1309, Algorithm 3.1). With the Powell–Hestenes–Rockafellar
+augmented Lagrangian (their eq. (2))
+
+.. math::
+
+    L_\\rho(x, \\lambda, \\mu) = f(x) + \\frac{\\rho}{2} \\Big(
+        \\big\\| h(x) + \\lambda / \\rho \\big\\|^2
+        + \\big\\| \\max(0,\\, g(x) + \\mu / \\rho) \\big\\|^2 \\Big),
+
+iteration ``k``:
+
+1. minimise :math:`L_{\\rho_k}(\\cdot, \\bar\\lambda_k, \\bar\\mu_k)` over the box to a
+   projected-gradient norm :math:`\\varepsilon_k` (step 1; :math:`\\varepsilon_k \\to`
+   ``gtol``);
+2. update the multipliers (step 2, eqs. (3)-(4)):
+   :math:`\\lambda_{k+1} = \\bar\\lambda_k + \\rho_k h(x_k)`,
+   :math:`\\mu_{k+1} = \\max(0, \\bar\\mu_k + \\rho_k g(x_k))`, and keep the safeguarded
+   :math:`\\bar\\lambda_{k+1} \\in [\\lambda_{\\min}, \\lambda_{\\max}]`,
+   :math:`\\bar\\mu_{k+1} \\in [0, \\mu_{\\max}]`;
+3. measure infeasibility and complementarity by
+   :math:`V_k = \\max(g(x_k), -\\bar\\mu_k / \\rho_k)` and keep :math:`\\rho` when
+   :math:`\\max(\\|h(x_k)\\|_\\infty, \\|V_k\\|_\\infty) \\le \\tau \\max(\\|h(x_{k-1})\\|_\\infty,
+   \\|V_{k-1}\\|_\\infty)`, else :math:`\\rho_{k+1} = \\gamma \\rho_k` (step 3, with
+   :math:`\\tau = 1/2`, :math:`\\gamma = 10`).
+
+The first penalty is ALGENCAN's default,
+:math:`\\rho_1 = \\max(10^{-8}, \\min(10 \\max(1, |f(x_0)|) / \\max(1, \\tfrac12
+\\|h(x_0)\\|^2 + \\tfrac12 \\|g(x_0)_+\\|^2), 10^8))`.
+
+The augmented Lagrangian is one traced function of ``x`` with the multipliers and the
+penalty as data arguments, so newtonad derives its gradient and Hessian-vector products
+once and every subproblem reuses the compiled kernels. At the solution,
+:math:`\\nabla_x L_{\\rho_k}(x_k) = \\nabla f(x_k) + J_h^T \\lambda_{k+1} + J_g^T \\mu_{k+1}`:
+the subproblem's projected gradient is the KKT residual.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, NonlinearConstraint, OptimizeResult
+from scipy.sparse import issparse
+
+__all__ = ["minimize_auglag", "AUGLAG_OPTIONS"]
+
+#: options of ``method="auglag"`` and their defaults
+AUGLAG_OPTIONS: dict[str, Any] = {
+    "gtol": 1e-8,            # projected gradient of the Lagrangian (KKT residual), inf-norm
+    "ctol": 1e-8,            # constraint violation, inf-norm
+    "maxiter": 100,          # outer iterations
+    "inner_maxiter": 1000,   # iterations of each subproblem
+    "inner_method": "tron",  # the bound-constrained subproblem solver
+    "initial_penalty": None,  # None: ALGENCAN's rule (module docstring)
+    "max_penalty": 1e20,
+    "disp": False,
+    "max_time": None,
+}
+
+_TAU, _GAMMA = 0.5, 10.0               # Andreani et al. (2007), step 3
+_LAMBDA_MAX = _MU_MAX = 1e20           # safeguards of step 2
+_FIRST_INNER_GTOL = 1e-2               # epsilon_1; each outer iteration divides it by 10
+
+
+@dataclass
+class _Rows:
+    """One scipy constraint object as rows of ``c(x)`` with their kinds."""
+
+    fun: Callable[[Any], Any]   # x -> c(x), 1-D, traceable
+    lb: np.ndarray
+    ub: np.ndarray
+    source: Any                 # the caller's object, for the result
+
+
+def _as_rows(constraint: Any, x0: np.ndarray) -> _Rows:
+    if isinstance(constraint, dict):
+        kind = constraint.get("type")
+        if kind not in ("eq", "ineq"):
+            raise ValueError(f"a constraint dict needs 'type': 'eq' or 'ineq', got {kind!r}")
+        if "fun" not in constraint:
+            raise ValueError("a constraint dict needs 'fun': fun(x, *args) -> array")
+        cfun, cargs = constraint["fun"], tuple(constraint.get("args", ()))
+        m = np.size(cfun(x0.copy(), *cargs))
+        upper = np.zeros(m) if kind == "eq" else np.full(m, np.inf)
+        return _Rows(lambda x: _flat(cfun(x, *cargs)), np.zeros(m), upper, constraint)
+    if isinstance(constraint, LinearConstraint):
+        A = constraint.A
+        m = A.shape[0] if A.ndim == 2 else 1
+        if issparse(A):
+            matrix = A.tocsr()
+        else:
+            matrix = np.atleast_2d(np.asarray(A, dtype=float))
+        return _Rows(lambda x: matrix @ x, _broadcast(constraint.lb, m),
+                     _broadcast(constraint.ub, m), constraint)
+    if isinstance(constraint, NonlinearConstraint):
+        cfun = constraint.fun
+        m = np.size(cfun(x0.copy()))
+        return _Rows(lambda x: _flat(cfun(x)), _broadcast(constraint.lb, m),
+                     _broadcast(constraint.ub, m), constraint)
+    raise TypeError(f"auglag takes NonlinearConstraint, LinearConstraint or dicts with "
+                    f"'type' and 'fun'; got {type(constraint).__name__}")
+
+
+def _flat(value: Any) -> Any:
+    ndim = getattr(value, "ndim", None)
+    if ndim == 1:
+        return value
+    return np.reshape(value, (-1,))
+
+
+def _broadcast(bound: Any, m: int) -> np.ndarray:
+    b = np.asarray(bound, dtype=float)
+    try:
+        return np.broadcast_to(b, (m,)).astype(float)
+    except ValueError:
+        raise ValueError(f"constraint bounds of shape {b.shape} do not match the {m} "
+                         f"constraint values") from None
+
+
+class _Split:
+    """The rows of every constraint sorted into equalities and ``<= 0`` inequalities.
+
+    ``h = c[eq] - target``; ``g = concat(c[up] - ub[up], lb[lo] - c[lo])``.
+    """
+
+    def __init__(self, rows: list[_Rows]) -> None:
+        self.rows = rows
+        self.sizes = [r.lb.size for r in rows]
+        lb = np.concatenate([r.lb for r in rows]) if rows else np.zeros(0)
+        ub = np.concatenate([r.ub for r in rows]) if rows else np.zeros(0)
+        if np.isnan(lb).any() or np.isnan(ub).any():
+            raise ValueError("constraint bounds contain NaN; use -np.inf / np.inf for a "
+                             "missing bound")
+        if (lb > ub).any():
+            i = int(np.argmax(lb > ub))
+            raise ValueError(f"constraint row {i}: lb = {lb[i]} > ub = {ub[i]}; each row "
+                             f"needs lb <= ub (lb == ub for an equality)")
+        equal = lb == ub
+        self.eq = np.flatnonzero(equal)
+        self.target = lb[self.eq]
+        self.up = np.flatnonzero(~equal & np.isfinite(ub))
+        self.ub = ub[self.up]
+        self.lo = np.flatnonzero(~equal & np.isfinite(lb))
+        self.lb = lb[self.lo]
+        self.m_eq, self.m_in = self.eq.size, self.up.size + self.lo.size
+
+    def values(self, x: Any) -> Any:
+        parts = [r.fun(x) for r in self.rows]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def h_and_g(self, c: Any) -> tuple[Any, Any]:
+        """``h`` and ``g`` from the stacked values; an empty part is None."""
+        h = c[self.eq] - self.target if self.eq.size else None
+        parts = ([c[self.up] - self.ub] if self.up.size else []) + (
+            [self.lb - c[self.lo]] if self.lo.size else [])
+        g = None if not parts else parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return h, g
+
+    def multipliers(self, lam: np.ndarray, mu: np.ndarray) -> list[np.ndarray]:
+        """scipy trust-constr's ``v``: per constraint, the row multipliers with
+        ``grad f + sum J_i^T v_i = 0`` at a KKT point."""
+        v = np.zeros(sum(self.sizes))
+        v[self.eq] = lam
+        np.add.at(v, self.up, mu[:self.up.size])
+        np.add.at(v, self.lo, -mu[self.up.size:])
+        return np.split(v, np.cumsum(self.sizes)[:-1]) if self.sizes else []
+
+
+def _augmented_lagrangian(fun: Callable, args: tuple, split: _Split) -> Callable:
+    """``L(x, lam, mu, rho, *args)``: traced once, multipliers and penalty as data."""
+    def lagrangian(x, lam, mu, rho, *fargs):
+        value = fun(x, *fargs)
+        if not split.rows:
+            return value
+        h, g = split.h_and_g(split.values(x))
+        r = rho[0]
+        penalty = 0.0
+        if h is not None:
+            penalty = penalty + np.sum((h + lam / r) ** 2)
+        if g is not None:
+            penalty = penalty + np.sum(np.maximum(g + mu / r, 0.0) ** 2)
+        return value + 0.5 * r * penalty
+    return lagrangian
+
+
+def _infeasibility(h: np.ndarray, g: np.ndarray, mu: np.ndarray, rho: float) -> float:
+    """``max(||h||_inf, ||V||_inf)`` with ``V = max(g, -mu / rho)`` (step 3)."""
+    v = np.maximum(g, -mu / rho)
+    return max(float(np.max(np.abs(h), initial=0.0)), float(np.max(np.abs(v), initial=0.0)))
+
+
+def _violation(h: np.ndarray, g: np.ndarray, x: np.ndarray, bounds: Optional[Bounds]) -> float:
+    worst = max(float(np.max(np.abs(h), initial=0.0)), float(np.max(g, initial=0.0)))
+    if bounds is not None:
+        worst = max(worst, float(np.max(bounds.lb - x, initial=0.0)),
+                    float(np.max(x - bounds.ub, initial=0.0)))
+    return worst
+
+
+def _as_bounds(bounds: Any, n: int) -> Optional[Bounds]:
+    if bounds is None:
+        return None
+    if not isinstance(bounds, Bounds):
+        pairs = list(bounds)
+        if len(pairs) != n:
+            raise ValueError(f"bounds has {len(pairs)} (low, high) pairs for {n} variables; "
+                             f"give one pair per variable or a scipy.optimize.Bounds")
+        lo = [-np.inf if p[0] is None else p[0] for p in pairs]
+        hi = [np.inf if p[1] is None else p[1] for p in pairs]
+        bounds = Bounds(lo, hi)
+    lb = np.broadcast_to(np.asarray(bounds.lb, dtype=float), (n,)).copy()
+    ub = np.broadcast_to(np.asarray(bounds.ub, dtype=float), (n,)).copy()
+    if np.isnan(lb).any() or np.isnan(ub).any():
+        raise ValueError("bounds contain NaN; use -np.inf / np.inf for a missing bound")
+    if (lb > ub).any():
+        i = int(np.argmax(lb > ub))
+        raise ValueError(f"bounds: lower bound {lb[i]} > upper bound {ub[i]} of variable {i}")
+    return Bounds(lb, ub)
+
+
+def minimize_auglag(fun: Callable, x0: np.ndarray, args: tuple = (),
+                    constraints: Sequence[Any] | Any = (), bounds: Any = None,
+                    callback: Optional[Callable] = None, **options: Any) -> OptimizeResult:
+    """Minimise ``fun`` subject to constraints and bounds by ALGENCAN's augmented Lagrangian.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x, *args) -> float`` in plain NumPy (traced by newtonad).
+    x0 : ndarray
+        The start (projected onto the bounds; it need not satisfy the constraints).
+    args : tuple
+        Extra arguments of ``fun``.
+    constraints : constraint or sequence of constraints
+        :class:`~scipy.optimize.NonlinearConstraint`, :class:`~scipy.optimize.LinearConstraint`
+        or dicts ``{'type': 'eq' | 'ineq', 'fun': ..., 'args': ...}`` (``'ineq'``: ``fun >= 0``).
+        Constraint functions are traced with ``fun``; their own ``jac`` / ``hess`` are not used.
+    bounds : Bounds or sequence of (low, high), optional
+        Kept as bounds in every subproblem.
+    callback : callable, optional
+        ``callback(intermediate_result)`` (an ``OptimizeResult`` with ``x``, ``fun``,
+        ``constr_violation``, ``penalty``) or ``callback(xk)``, after each outer iteration;
+        raising ``StopIteration`` ends the run (status 3).
+    **options
+        See :data:`AUGLAG_OPTIONS`: ``gtol`` (KKT residual), ``ctol`` (constraint
+        violation), ``maxiter`` (outer iterations), ``inner_maxiter``, ``inner_method``,
+        ``initial_penalty``, ``max_penalty``, ``disp``, ``max_time`` (seconds).
+
+    Returns
+    -------
+    OptimizeResult
+        As scipy's trust-constr reports it: ``x``, ``fun``, ``constr`` (values per
+        constraint), ``constr_violation``, ``v`` (multipliers per constraint, with
+        ``grad f + sum J_i^T v_i`` zero at a KKT point), ``optimality``, ``nit`` (inner
+        iterations in all), ``nfev``, ``njev``, ``nhev``, ``status`` (0: ``maxiter``; 1:
+        converged; 3: callback; 4: ``max_time``; 5: the penalty reached ``max_penalty``
+        without feasibility), ``success``, ``message``; plus ``outer_iterations``,
+        ``inner_iterations`` (per subproblem) and ``penalty``.
+    """
+    from newtonad.objective import Objective
+
+    from .minimize import minimize
+
+    unknown = set(options) - set(AUGLAG_OPTIONS)
+    if unknown:
+        raise ValueError(f"auglag has no option(s) {sorted(unknown)}; its options are "
+                         f"{sorted(AUGLAG_OPTIONS)}")
+    opts = {**AUGLAG_OPTIONS, **options}
+    started = time.perf_counter()
+    x0 = np.asarray(x0, dtype=float)
+    shape = x0.shape
+    x = x0.ravel().copy()
+    n = x.size
+    box = _as_bounds(bounds, n)
+    if box is not None:
+        x = np.clip(x, box.lb, box.ub)
+    if isinstance(constraints, (dict, LinearConstraint, NonlinearConstraint)):
+        constraints = [constraints]
+    flat_fun = (lambda z, *a: fun(z.reshape(shape), *a)) if len(shape) != 1 else fun
+    split = _Split([_as_rows(c, x.reshape(shape) if len(shape) != 1 else x)
+                    for c in constraints])
+    lagrangian = _augmented_lagrangian(flat_fun, tuple(args), split)
+
+    def constraint_parts(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        c = np.asarray(split.values(z), dtype=float) if split.rows else np.zeros(0)
+        h, g = split.h_and_g(c)
+        return c, np.zeros(0) if h is None else h, np.zeros(0) if g is None else g
+
+    f0 = float(flat_fun(x, *args))
+    _, h, g = constraint_parts(x)
+    if not math.isfinite(f0) or not np.isfinite(h).all() or not np.isfinite(g).all():
+        return OptimizeResult(x=x.reshape(shape), fun=f0, success=False, status=5,
+                              message="the objective or a constraint is not finite at x0",
+                              nit=0, nfev=1, njev=0, nhev=0, outer_iterations=0,
+                              inner_iterations=[])
+    rho = opts["initial_penalty"]
+    if rho is None:
+        spread = 0.5 * float(h @ h) + 0.5 * float(np.sum(np.maximum(g, 0.0) ** 2))
+        rho = max(1e-8, min(10.0 * max(1.0, abs(f0)) / max(1.0, spread), 1e8))
+    lam = np.zeros(split.m_eq)
+    mu = np.zeros(split.m_in)
+    eps = max(opts["gtol"], _FIRST_INNER_GTOL)
+    previous = math.inf
+    counts = {"nfev": 1, "njev": 0, "nhev": 0}
+    inner_iterations: list[int] = []
+    status, message = 0, "the maximum number of outer iterations was reached"
+    optimality = math.inf
+    for outer in range(1, int(opts["maxiter"]) + 1):
+        penalty = np.array([rho])
+        objective = Objective(lagrangian, args=(lam, mu, penalty, *args))
+        inner_options = {"maxiter": int(opts["inner_maxiter"]), "gtol": eps}
+        if opts["max_time"] is not None:
+            left = opts["max_time"] - (time.perf_counter() - started)
+            if left <= 0:
+                status, message = 4, "max_time was reached"
+                break
+            inner_options["max_time"] = left
+        sub = minimize(objective, x, method=opts["inner_method"], bounds=box,
+                       options=inner_options)
+        x = np.asarray(sub.x, dtype=float).ravel()
+        for key in counts:
+            counts[key] += int(sub.get(key, 0))
+        inner_iterations.append(int(sub.get("nit", 0)))
+        _, h, g = constraint_parts(x)
+        # step 2: first-order multiplier estimates, then their safeguarded copies
+        lam_new = lam + rho * h
+        mu_new = np.maximum(0.0, mu + rho * g)
+        optimality = _projected_gradient_norm(sub, x, box)
+        infeasible = _infeasibility(h, g, mu, rho)
+        violation = _violation(h, g, x, box)
+        if opts["disp"]:
+            print(f"auglag {outer:3d}: f = {float(flat_fun(x, *args)):.8e}, violation = "
+                  f"{violation:.2e}, optimality = {optimality:.2e}, penalty = {rho:.1e}, "
+                  f"inner iterations {inner_iterations[-1]}")
+        lam = np.clip(lam_new, -_LAMBDA_MAX, _LAMBDA_MAX)
+        mu = np.minimum(mu_new, _MU_MAX)
+        if callback is not None and _call_back(callback, x.reshape(shape),
+                                                float(flat_fun(x, *args)), violation, rho):
+            status, message = 3, "the callback asked to stop"
+            break
+        # feasibility and complementarity (V of step 3) within ctol, the KKT residual within
+        # gtol: the subproblem may meet gtol before eps has come down to it
+        if infeasible <= opts["ctol"] and optimality <= opts["gtol"]:
+            status, message = 1, ("the KKT residual is below gtol, and the constraint "
+                                  "violation and complementarity below ctol")
+            break
+        # step 3: keep the penalty while infeasibility falls fast enough
+        if infeasible > _TAU * previous:
+            if rho >= opts["max_penalty"]:
+                status, message = 5, ("the penalty reached max_penalty without feasibility: "
+                                      "the constraints may be infeasible")
+                break
+            rho = min(_GAMMA * rho, opts["max_penalty"])
+        previous = infeasible
+        eps = max(opts["gtol"], 0.1 * eps)
+    c, h, g = constraint_parts(x)
+    f = float(flat_fun(x, *args))
+    multipliers = split.multipliers(lam, mu)
+    values = np.split(c, np.cumsum(split.sizes)[:-1]) if split.sizes else []
+    return OptimizeResult(
+        x=x.reshape(shape), fun=f, constr=values, constr_violation=_violation(h, g, x, box),
+        v=multipliers, optimality=optimality, nit=sum(inner_iterations),
+        nfev=counts["nfev"], njev=counts["njev"], nhev=counts["nhev"], status=status,
+        success=status == 1, message=message, outer_iterations=len(inner_iterations),
+        inner_iterations=inner_iterations, penalty=rho, method="auglag")
+
+
+def _projected_gradient_norm(sub: OptimizeResult, x: np.ndarray, box: Optional[Bounds]) -> float:
+    """inf-norm of the subproblem's gradient projected onto the box's tangent cone at x."""
+    grad = sub.get("jac")
+    if grad is None:
+        return math.inf
+    grad = np.asarray(grad, dtype=float).ravel()
+    if box is None:
+        return float(np.max(np.abs(grad), initial=0.0))
+    step = np.clip(x - grad, box.lb, box.ub) - x
+    return float(np.max(np.abs(step), initial=0.0))
+
+
+def _call_back(callback: Callable, x: np.ndarray, f: float, violation: float,
+               rho: float) -> bool:
+    """Call the user's callback as scipy does; True when it raised StopIteration."""
+    import inspect
+
+    try:
+        params = set(inspect.signature(callback).parameters)
+    except (TypeError, ValueError):
+        params = set()
+    try:
+        if params == {"intermediate_result"}:
+            callback(intermediate_result=OptimizeResult(x=x.copy(), fun=f,
+                                                        constr_violation=violation,
+                                                        penalty=rho))
+        else:
+            callback(x.copy())
+    except StopIteration:
+        return True
+    return False
