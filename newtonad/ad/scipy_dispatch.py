@@ -96,20 +96,33 @@ def routed() -> dict[str, dict[str, Callable]]:
 
 # ---- the wrappers ----------------------------------------------------------------------------
 
+#: argument types that are never a Var nor hold one: dismissed by one set lookup
+_PLAIN = frozenset({float, int, bool, complex, str, type(None), np.float64, np.int64})
+
+
+def _any_var(values: Any, depth: int) -> bool:
+    for v in values:
+        t = type(v)
+        if t in _PLAIN:
+            continue
+        if t is np.ndarray:  # other code's plain arrays: one look at the dtype
+            if v.dtype.kind == "O" and depth < 4 and _any_var(v.flat, depth + 1):
+                return True
+        elif isinstance(v, Var):
+            return True
+        elif isinstance(v, (list, tuple)) and depth < 4 and _any_var(v, depth + 1):
+            return True
+    return False
+
+
 def has_var(args: tuple, kwargs: dict) -> bool:
     """Is a newtonad Var among ``args`` / ``kwargs`` (also inside lists, tuples and the
-    object arrays NumPy builds from lists of traced values)?"""
-    def any_var(values: Any, depth: int = 0) -> bool:
-        for v in values:
-            if isinstance(v, Var):
-                return True
-            if isinstance(v, (list, tuple)) and depth < 4 and any_var(v, depth + 1):
-                return True
-            if isinstance(v, np.ndarray) and v.dtype == object and any_var(v.flat, depth + 1):
-                return True
-        return False
+    object arrays NumPy builds from lists of traced values)?
 
-    return any_var(args) or bool(kwargs) and any_var(kwargs.values())
+    On the path of every call other code makes of a wrapped SciPy function, so written
+    for speed: no closure, numbers and plain ndarrays dismissed by a type check.
+    """
+    return _any_var(args, 0) or (bool(kwargs) and _any_var(kwargs.values(), 0))
 
 
 def dispatching(original: Callable, impl: Callable) -> Callable:
