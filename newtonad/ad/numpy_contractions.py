@@ -35,7 +35,7 @@ from .primitives import reductions as rd
 from .primitives import structural as st
 from .primitives.core import shape_of
 from .primitives.decompositions import svdvals as _svdvals
-from .sparse_operands import is_sparse
+from .sparse_operands import is_sparse_operand
 from .sparse_operands import matmul as _sparse_matmul
 
 # ---- einsum ------------------------------------------------------------------------------
@@ -161,7 +161,7 @@ def _einsum_single(term: str, out: str, x):
 def dot(a, b, out=None):
     """Traced version of numpy.dot (a scipy.sparse operand: its matrix product)."""
     check_no_kwargs("dot", {"out": out})
-    if is_sparse(a) or is_sparse(b):
+    if is_sparse_operand(a) or is_sparse_operand(b):
         return _sparse_matmul(a, b)
     na, nb = ndim_of(a), ndim_of(b)
     if na == 0 or nb == 0:
@@ -176,7 +176,7 @@ def dot(a, b, out=None):
 def matmul(a, b, out=None, **kwargs):
     """Traced version of numpy.matmul (a scipy.sparse operand: a CSR product)."""
     check_no_kwargs("matmul", {"out": out, **kwargs})
-    if is_sparse(a) or is_sparse(b):
+    if is_sparse_operand(a) or is_sparse_operand(b):
         return _sparse_matmul(a, b)
     na, nb = ndim_of(a), ndim_of(b)
     if na == 0 or nb == 0:

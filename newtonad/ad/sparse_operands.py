@@ -16,6 +16,7 @@ What keeps a captured matrix current between calls is the guard of :mod:`.captur
 
 from __future__ import annotations
 
+import itertools
 import sys
 from typing import Any, NamedTuple
 
@@ -31,6 +32,11 @@ def is_sparse(value: Any) -> bool:
     """Whether ``value`` is a scipy.sparse matrix or array (scipy is never imported here)."""
     sparse = sys.modules.get("scipy.sparse")
     return sparse is not None and sparse.issparse(value)
+
+
+def is_sparse_operand(value: Any) -> bool:
+    """A scipy.sparse matrix, or a sparse matrix passed in ``args`` (:class:`SparseArgument`)."""
+    return isinstance(value, SparseArgument) or is_sparse(value)
 
 
 def defining_arrays(a: Any) -> tuple[np.ndarray, ...]:
@@ -85,19 +91,24 @@ def canonical(a: Any) -> CSR:
                (int(a.shape[0]), int(a.shape[1])))
 
 
-def operands(a: Any) -> tuple[Var, Var, Var, tuple[int, int]]:
-    """The pattern (constants) and entries of ``a`` as the operands of ``sparse_matmul``.
+def operands(a: Any) -> tuple[Var, Var, Var, tuple[int, int], bool]:
+    """The pattern (constants) and entries of ``a`` as the operands of ``sparse_matmul``,
+    the CSR matrix's shape and whether ``a`` is its transpose.
 
-    The entries enter a trace as a data input, as a captured array does (a Var with a
-    value, marked captured), so a matrix with other entries and the same pattern runs
-    the same program; the value is the one read at trace time, kept current by the
-    guard on what the function reads.
+    A captured matrix's entries enter a trace as a data input, as a captured array does
+    (a Var with a value, marked captured): a matrix with other entries and the same
+    pattern runs the same program. The value is the one read at trace time, kept
+    current by the guard on what the function reads. A matrix passed in ``args``
+    (:class:`SparseArgument`) brings its traced entries with it.
     """
+    if isinstance(a, SparseArgument):
+        return (Var(a.pattern.indptr, const=True), Var(a.pattern.indices, const=True), a.data,
+                a.pattern.shape, a.transposed)
     csr = canonical(a)
     indptr = Var(csr.indptr, const=True)
     indices = Var(csr.indices, const=True)
     data = Var(csr.data, aval=Slot(csr.data.shape, "float64"), captured=True)
-    return indptr, indices, data, csr.shape
+    return indptr, indices, data, csr.shape, False
 
 
 def _ndim(x: Any) -> int:
@@ -110,23 +121,122 @@ def matmul(a: Any, b: Any) -> Any:
     ``A @ x`` for ``x`` of shape ``(n,)`` or ``(n, k)``; ``x @ A`` for ``x`` of shape
     ``(m,)`` or ``(k, m)``, as ``(A.T @ x.T).T``.
     """
-    if is_sparse(a) and is_sparse(b):
-        return a @ b
-    matrix, x, right = (a, b, True) if is_sparse(a) else (b, a, False)
-    if not isinstance(x, Var):
+    if is_sparse_operand(a) and is_sparse_operand(b):
+        raise TypeError("a product of two sparse matrices inside a traced function: newtonad "
+                        "traces sparse-times-dense products only; form the product outside f")
+    matrix, x, right = (a, b, True) if is_sparse_operand(a) else (b, a, False)
+    if not isinstance(x, Var) and not isinstance(matrix, SparseArgument):
         return a @ b  # nothing traced: scipy's own product
+    if not isinstance(x, Var):
+        x = Var(np.asarray(x, dtype=np.float64), const=True)
     nd = _ndim(x)
     if nd not in (1, 2):
         side = "A @ x" if right else "x @ A"
         raise ValueError(f"{side} with a scipy.sparse A needs a 1-D or 2-D traced x, got shape "
                          f"{x.shape}; for a stack, multiply each matrix of it (or reshape)")
-    indptr, indices, data, shape = operands(matrix)
-    if right:
-        return sparse_matmul(indptr, indices, data, x, shape)
-    if nd == 1:
-        return sparse_matmul(indptr, indices, data, x, shape, adjoint=True)
-    product = sparse_matmul(indptr, indices, data, transpose(x, (1, 0)), shape, adjoint=True)
+    indptr, indices, data, shape, transposed = operands(matrix)
+    if right:  # A @ x
+        return sparse_matmul(indptr, indices, data, x, shape, adjoint=transposed)
+    if nd == 1:  # x @ A == A.T @ x
+        return sparse_matmul(indptr, indices, data, x, shape, adjoint=not transposed)
+    product = sparse_matmul(indptr, indices, data, transpose(x, (1, 0)), shape,
+                            adjoint=not transposed)
     return transpose(product, (1, 0))
 
 
-__all__ = ["CSR", "canonical", "is_sparse", "matmul", "operands"]
+# ---- a sparse matrix passed in args -----------------------------------------------------------
+
+class Pattern(NamedTuple):
+    """The canonical CSR pattern of a matrix passed in ``args`` (part of the cache key)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    shape: tuple[int, int]
+
+
+class SparseArgument:
+    """What the traced function receives for a scipy.sparse matrix passed in ``args``.
+
+    Its entries are a data input of the program (traced, like an array in ``args``) and
+    its pattern is part of the cache key, so a sweep over matrices of one pattern reuses
+    the programs and kernels, and a matrix of another pattern traces again. Only its
+    products trace (``A @ x``, ``A.dot(x)``, ``A.T @ y``, ``x @ A``, ``np.dot``); any other
+    use of the matrix would read entries that are not there while tracing, and raises.
+    """
+
+    __array_ufunc__ = None  # NumPy's operators defer to this class: ``y @ A`` for an array y
+
+    def __init__(self, data: Any, pattern: Pattern, transposed: bool = False):
+        self.data = data
+        self.pattern = pattern
+        self.transposed = transposed
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        m, n = self.pattern.shape
+        return (n, m) if self.transposed else (m, n)
+
+    ndim = 2
+
+    @property
+    def nnz(self) -> int:
+        return int(self.pattern.indices.size)
+
+    @property
+    def T(self) -> "SparseArgument":
+        return SparseArgument(self.data, self.pattern, not self.transposed)
+
+    def transpose(self, axes: Any = None) -> "SparseArgument":
+        if axes is not None and tuple(axes) != (1, 0):
+            raise ValueError(f"a 2-D sparse matrix has axes (1, 0) to transpose, got {axes}")
+        return self.T
+
+    def dot(self, other: Any) -> Any:
+        return matmul(self, other)
+
+    def __matmul__(self, other: Any) -> Any:
+        return matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return matmul(other, self)
+
+    def __repr__(self) -> str:
+        m, n = self.shape
+        return f"<traced sparse matrix {m}x{n}, {self.nnz} stored entries (from args)>"
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(
+            f"A.{name}: a scipy.sparse matrix passed in args reaches the traced function with "
+            "traced entries, and only its products trace (A @ x, A.dot(x), A.T @ y, x @ A). "
+            "For anything else, capture the matrix instead (a global or a closure's value): "
+            "its entries are then read at trace time, and a change traces again")
+
+
+#: Patterns seen in args, by (shape, nnz): compared by contents, numbered by first sight.
+_PATTERNS: dict[tuple, list[tuple[int, Pattern]]] = {}
+_MAX_PATTERNS = 64
+_NUMBERS = itertools.count()
+
+
+def split_argument(a: Any) -> tuple[tuple, np.ndarray, Pattern]:
+    """A scipy.sparse matrix passed in ``args`` as ``(key, entries, pattern)``: the key
+    names the pattern (equal patterns, equal keys), the entries are the data input.
+
+    A canonical float64 CSR matrix is used as it is (its pattern compared, not hashed);
+    another format or dtype is converted on every call.
+    """
+    if a.format == "csr" and a.dtype == np.float64 and a.ndim == 2 and a.has_canonical_format:
+        indptr, indices, data, shape = a.indptr, a.indices, a.data, (int(a.shape[0]),
+                                                                        int(a.shape[1]))
+    else:
+        indptr, indices, data, shape = canonical(a)
+    seen = _PATTERNS.setdefault((shape, indices.size), [])
+    for number, known in seen:
+        if np.array_equal(known.indices, indices) and np.array_equal(known.indptr, indptr):
+            return ("sparse", shape, indices.size, number), data, known
+    pattern = Pattern(np.array(indptr, dtype=np.int64), np.array(indices, dtype=np.int64), shape)
+    if len(seen) >= _MAX_PATTERNS:
+        seen.pop(0)
+    number = next(_NUMBERS)
+    seen.append((number, pattern))
+    return ("sparse", shape, indices.size, number), data, pattern
