@@ -325,10 +325,10 @@ class scipy_routing:  # noqa: N801  (used as a function: `newtonad.scipy_routing
     (``scipy.special.logsumexp``, ``softmax``, ``log_softmax``, ``polygamma``, the
     ``logpdf`` / ``pdf`` / ``cdf`` ... methods of ``scipy.stats.norm``, ``t``, ``gamma``,
     ``beta``, ``chi2``, ``poisson``, ``multivariate_normal``, and ``scipy.linalg``'s
-    ``solve_triangular``, ``cholesky``, ``cho_factor``, ``cho_solve``) on SciPy's public
-    modules with thin wrappers: a call with a traced argument runs newtonad's version,
-    any other call runs SciPy's original, so ``from scipy.special import logsumexp``
-    traces inside :func:`newtonad.grad`. The switch is process-wide.
+    ``solve``, ``solve_triangular``, ``cholesky``, ``cho_factor``, ``cho_solve``) on SciPy's
+    public modules with thin wrappers: a call with a traced argument runs newtonad's
+    version, any other call runs SciPy's original, so ``from scipy.special import
+    logsumexp`` traces inside :func:`newtonad.grad`. The switch is process-wide.
 
     Parameters
     ----------
