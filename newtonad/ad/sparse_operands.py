@@ -102,8 +102,9 @@ def operands(a: Any) -> tuple[Var, Var, Var, tuple[int, int], bool]:
     (:class:`SparseArgument`) brings its traced entries with it.
     """
     if isinstance(a, SparseArgument):
-        return (Var(a.pattern.indptr, const=True), Var(a.pattern.indices, const=True), a.data,
-                a.pattern.shape, a.transposed)
+        p = a.pattern
+        return (Var(p.indptr.astype(np.int64), const=True),
+                Var(p.indices.astype(np.int64), const=True), a.data, p.shape, a.transposed)
     csr = canonical(a)
     indptr = Var(csr.indptr, const=True)
     indices = Var(csr.indices, const=True)
@@ -232,11 +233,17 @@ def split_argument(a: Any) -> tuple[tuple, np.ndarray, Pattern]:
         indptr, indices, data, shape = canonical(a)
     seen = _PATTERNS.setdefault((shape, indices.size), [])
     for number, known in seen:
-        if np.array_equal(known.indices, indices) and np.array_equal(known.indptr, indptr):
+        if _same(known.indices, indices) and _same(known.indptr, indptr):
             return ("sparse", shape, indices.size, number), data, known
-    pattern = Pattern(np.array(indptr, dtype=np.int64), np.array(indices, dtype=np.int64), shape)
+    # kept in the caller's index dtype, so that the next call compares without converting
+    pattern = Pattern(np.array(indptr, copy=True), np.array(indices, copy=True), shape)
     if len(seen) >= _MAX_PATTERNS:
         seen.pop(0)
     number = next(_NUMBERS)
     seen.append((number, pattern))
     return ("sparse", shape, indices.size, number), data, pattern
+
+
+def _same(known: np.ndarray, now: np.ndarray) -> bool:
+    """Equal index arrays (one pass; stored in the caller's dtype, so no conversion)."""
+    return known.shape == now.shape and bool((known == now).all())
