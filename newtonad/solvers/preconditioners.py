@@ -57,7 +57,8 @@ class DiagonalPreconditioner:
 
     def __init__(self, d: np.ndarray) -> None:
         d = np.abs(np.asarray(d, dtype=np.float64))
-        top = float(d.max()) if d.size and np.isfinite(d).all() else 1.0
+        finite = d[np.isfinite(d)]
+        top = float(finite.max()) if finite.size else 1.0
         top = top if top > 0.0 else 1.0
         d[~(d > 1e-12 * top) | ~np.isfinite(d)] = top
         self.d = d

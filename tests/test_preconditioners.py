@@ -1,0 +1,148 @@
+"""The preconditioners of the Newton-CG-type methods: diagonal and incomplete Cholesky."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy import sparse
+
+import newtonad as nad
+from newtonad.solvers import minimize
+from newtonad.solvers.ichol import incomplete_cholesky
+from newtonad.solvers.preconditioners import (
+    DiagonalPreconditioner,
+    make_preconditioner,
+    precondition_products,
+)
+from newtonad.solvers.tron import steihaug_cg
+
+from .builders import quadratic
+
+
+def _random_spd(n=25, seed=0):
+    rng = np.random.default_rng(seed)
+    a = sparse.random(n, n, density=0.15, random_state=seed).toarray()
+    a = a + a.T
+    return sparse.csr_array(a + np.diag(np.abs(a).sum(axis=1) + 1.0 + rng.random(n)))
+
+
+def _dense_m(pre, n):
+    """M⁻¹ column by column from ``solve``, and M from C (through ``right``/``left``)."""
+    eye = np.eye(n)
+    m_inv = np.column_stack([pre.solve(e) for e in eye])
+    c_inv = np.column_stack([pre.left(e) for e in eye])          # C⁻¹
+    c_inv_t = np.column_stack([pre.right(e) for e in eye])       # C⁻ᵀ
+    return m_inv, c_inv, c_inv_t
+
+
+def test_ichol_with_full_fill_is_cholesky():
+    a = _random_spd()
+    ic = incomplete_cholesky(a, fill=a.shape[0])
+    assert ic.shift == 0.0
+    assert_allclose(ic.factor().toarray(), np.linalg.cholesky(a.toarray()), atol=1e-12)
+
+
+def test_ichol_without_fill_is_exact_on_a_tridiagonal_matrix():
+    # a tridiagonal SPD matrix has a bidiagonal Cholesky factor: nothing to drop
+    n = 40
+    a = sparse.diags_array([np.full(n - 1, -1.0), np.linspace(2.5, 4.0, n),
+                            np.full(n - 1, -1.0)], offsets=[-1, 0, 1], format="csr")
+    ic = incomplete_cholesky(a, fill=0)
+    c = ic.factor().toarray()
+    assert_allclose(c @ c.T, a.toarray(), atol=1e-12)
+    # and on a 2-D Laplacian it keeps only A's own pattern below the diagonal
+    t = sparse.diags_array([-1.0, 2.0, -1.0], offsets=[-1, 0, 1], shape=(6, 6))
+    lap = sparse.csr_array(sparse.kron(t, sparse.eye(6)) + sparse.kron(sparse.eye(6), t))
+    pattern = sparse.tril(lap).toarray() != 0
+    factor = incomplete_cholesky(lap, fill=0).factor().toarray() != 0
+    assert np.all(pattern[factor])
+
+
+@pytest.mark.parametrize("kind", ["diagonal", "ichol"])
+def test_preconditioners_are_spd_and_consistent(kind):
+    n = 25
+    a = _random_spd(n).toarray()
+    a -= 4.0 * np.eye(n)  # indefinite: ichol must shift, the diagonal take |H_ii|
+    assert np.linalg.eigvalsh(a).min() < 0
+    pre = make_preconditioner(kind, sparse.csr_array(a))
+    m_inv, c_inv, c_inv_t = _dense_m(pre, n)
+    assert_allclose(m_inv, m_inv.T, atol=1e-10)
+    assert np.linalg.eigvalsh(m_inv).min() > 0
+    assert_allclose(c_inv_t, c_inv.T, atol=1e-12)         # right is left's transpose
+    assert_allclose(m_inv, c_inv_t @ c_inv, atol=1e-10)   # M⁻¹ = C⁻ᵀ C⁻¹
+    if kind == "ichol":
+        assert pre.shift > 0.0
+
+
+def test_diagonal_preconditioner_replaces_zero_entries():
+    pre = DiagonalPreconditioner(np.array([4.0, 0.0, -9.0, np.nan]))
+    assert_allclose(pre.d, [4.0, 9.0, 9.0, 9.0])
+    assert_allclose(pre.left(np.array([2.0, 3.0, 3.0, 3.0])), [1.0, 1.0, 1.0, 1.0])
+
+
+def _grid_quadratic(m=24):
+    """An anisotropic, badly scaled 2-D diffusion energy on an m-by-m grid: CG without
+    a preconditioner needs many iterations."""
+    w = np.logspace(0, 3, m)
+    c = np.random.default_rng(0).standard_normal((m, m))
+
+    def f(x):
+        u = x.reshape(m, m)
+        dx = u[1:, :] - u[:-1, :]
+        dy = u[:, 1:] - u[:, :-1]
+        return (0.5 * np.sum(w[1:, None] * dx * dx) + 0.5 * np.sum(w[None, 1:] * dy * dy)
+                + 0.5 * np.sum(u * u) - np.sum(c * u))
+    return f
+
+
+def test_preconditioning_cuts_cg_iterations():
+    m = 24
+    obj = nad.Objective(_grid_quadratic(m), engine="numpy")
+    x0 = np.zeros(m * m)
+    h = obj.sparse_hess(x0)
+    g = obj.jac(x0)
+
+    def op(v):
+        return h @ v
+
+    plain = steihaug_cg(op, g, 1e10, 1e-8 * np.linalg.norm(g), 10_000)
+    counts = {}
+    for kind in ("diagonal", "ichol"):
+        pre = make_preconditioner(kind, h)
+        b = pre.left(g)
+        run = steihaug_cg(precondition_products(pre, op), b, 1e10,
+                          1e-8 * np.linalg.norm(b), 10_000)
+        assert_allclose(pre.right(run.d), plain.d, rtol=1e-5, atol=1e-8)
+        counts[kind] = run.iterations
+    assert counts["diagonal"] < plain.iterations
+    assert 3 * counts["ichol"] < plain.iterations
+    # and through minimize: the same minimiser with fewer products
+    results = {kind: nad.minimize(nad.Objective(_grid_quadratic(m), engine="numpy"), x0,
+                                  method=meth, options={"preconditioner": kind, "gtol": 1e-8})
+               for meth in ("newton-cg",) for kind in (None, "ichol")}
+    assert_allclose(results["ichol"].x, results[None].x, atol=1e-6)
+    assert results["ichol"].ncg * 3 < results[None].ncg
+
+
+@pytest.mark.parametrize("method", ["newton-cg", "trust-ncg", "trust-krylov", "tron"])
+def test_preconditioned_methods_solve_a_nonconvex_problem(method):
+    def f(x):  # chained Rosenbrock: an indefinite Hessian away from the minimum
+        return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+    x0 = np.tile([-1.2, 1.0], 4)
+    for kind in ("diagonal", "ichol"):
+        res = nad.minimize(nad.Objective(f, engine="numpy"), x0, method=method,
+                           options={"preconditioner": kind, "gtol": 1e-8})
+        assert res.success, (kind, res.message)
+        assert np.linalg.norm(res.jac) < 1e-6
+        assert res.fun < 4.0  # the global minimum 0 or the local one near 3.98
+
+
+def test_bad_preconditioner_options():
+    with pytest.raises(ValueError, match="'preconditioner' must be one of"):
+        minimize(quadratic(np.eye(2), np.ones(2)), np.zeros(2), method="newton-cg",
+                 options={"preconditioner": "jacobi"})
+    with pytest.raises(ValueError, match="sparse matrix, which a newtonad Objective gives"):
+        minimize(quadratic(np.eye(2), np.ones(2)), np.zeros(2), method="trust-ncg",
+                 options={"preconditioner": "ichol"})
