@@ -28,7 +28,7 @@ SOLVED_RTOL = 1e-5
 
 
 def run(problem, meth, pc, maxiter):
-    obj = nad.Objective(problem.fun)
+    obj = nad.Objective(problem.fun, engine="numba")
     options = {"maxiter": maxiter}
     if pc is not None:
         options["preconditioner"] = pc
@@ -55,7 +55,10 @@ def main(argv=None):
     names = args.problems or problems.names()
     table = {}
     for name in names:
-        problem = problems.get(name, args.n)
+        try:
+            problem = problems.get(name, args.n)
+        except ValueError:  # a problem of fixed size
+            problem = problems.get(name)
         row = []
         for meth, pc in specs:
             run(problem, meth, pc, 3)  # warm-up: trace and compile

@@ -41,6 +41,16 @@ def test_ichol_with_full_fill_is_cholesky():
     ic = incomplete_cholesky(a, fill=a.shape[0])
     assert ic.shift == 0.0
     assert_allclose(ic.factor().toarray(), np.linalg.cholesky(a.toarray()), atol=1e-12)
+    # an arrowhead with the dense row first: every later column fills in completely
+    n = 120
+    arrow = np.diag(np.full(n, float(n)))
+    arrow[0, 1:] = arrow[1:, 0] = 1.0
+    ic = incomplete_cholesky(sparse.csr_array(arrow), fill=n)
+    assert_allclose(ic.factor().toarray(), np.linalg.cholesky(arrow), atol=1e-12)
+    limited = incomplete_cholesky(sparse.csr_array(arrow), fill=3).factor()
+    # columns after the first have no entries of their own below the diagonal: 3 fill
+    assert np.diff(limited.indptr)[0] == n and np.all(np.diff(limited.indptr)[1:] <= 4)
+    assert np.linalg.eigvalsh((limited @ limited.T).toarray()).min() > 0
 
 
 def test_ichol_without_fill_is_exact_on_a_tridiagonal_matrix():

@@ -32,6 +32,8 @@ DEFAULT_FILL = 5
 #: the first diagonal shift, and the factor it grows by on each breakdown
 _ALPHA0 = 1e-3
 _MAX_SHIFTS = 60
+#: columns up to this long are sorted by insertion, longer ones by numpy's sorts
+_SMALL = 48
 
 
 def _factor_loop(n: int, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
@@ -47,6 +49,8 @@ def _factor_loop(n: int, indptr: np.ndarray, indices: np.ndarray, data: np.ndarr
     head = np.full(n, -1, np.int64)
     nxt = np.full(n, -1, np.int64)
     pos = np.zeros(n, np.int64)  # per column k: position of its next unused entry
+    mags = np.empty(n)
+    chosen = np.empty(n, np.int64)
     top = 0
     for j in range(n):
         count = 0
@@ -85,14 +89,33 @@ def _factor_loop(n: int, indptr: np.ndarray, indices: np.ndarray, data: np.ndarr
         d = math.sqrt(pivot)
         diag[j] = d
         keep = min(count, own + fill)
-        if keep < count:  # the largest entries in magnitude
-            mags = np.empty(count)
+        if count > _SMALL:  # long columns: numpy's sorts
+            if keep < count:  # the largest entries in magnitude
+                for t in range(count):
+                    mags[t] = -abs(work[rows[t]])
+                order = np.argsort(mags[:count])
+                chosen[:keep] = np.sort(rows[:count][order[:keep]])
+            else:
+                chosen[:keep] = np.sort(rows[:count])
+        else:  # short ones (the usual case): insertion sorts, nothing allocated
             for t in range(count):
-                mags[t] = abs(work[rows[t]])
-            order = np.argsort(-mags)
-            chosen = np.sort(rows[:count][order[:keep]])
-        else:
-            chosen = np.sort(rows[:count])
+                chosen[t] = rows[t]
+            if keep < count:  # by decreasing magnitude, then the first keep
+                for t in range(1, count):
+                    r = chosen[t]
+                    m = abs(work[r])
+                    u = t - 1
+                    while u >= 0 and abs(work[chosen[u]]) < m:
+                        chosen[u + 1] = chosen[u]
+                        u -= 1
+                    chosen[u + 1] = r
+            for t in range(1, keep):  # by row
+                r = chosen[t]
+                u = t - 1
+                while u >= 0 and chosen[u] > r:
+                    chosen[u + 1] = chosen[u]
+                    u -= 1
+                chosen[u + 1] = r
         start = top
         for t in range(keep):
             i = chosen[t]
@@ -132,6 +155,34 @@ def _backward_loop(n: int, lptr: np.ndarray, lrow: np.ndarray, lval: np.ndarray,
         y[j] = s / diag[j]
 
 
+def _prepare_loop(n: int, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
+                  aptr: np.ndarray, arow: np.ndarray, aval: np.ndarray, adiag: np.ndarray,
+                  scale: np.ndarray) -> None:
+    """From a symmetric CSR with sorted rows: ``scale = sqrt(|diag|)`` (1 where the
+    diagonal is 0 or not finite), the scaled diagonal ``adiag`` and the scaled strictly
+    lower part in CSC (column j of the lower part is row j's entries right of j)."""
+    for j in range(n):
+        d = 0.0
+        for t in range(indptr[j], indptr[j + 1]):
+            if indices[t] == j:
+                d += data[t]
+        a = abs(d)
+        if not (a > 0.0 and a < np.inf):
+            a = 1.0
+        scale[j] = math.sqrt(a)
+        adiag[j] = d / a
+    top = 0
+    for j in range(n):
+        aptr[j] = top
+        for t in range(indptr[j], indptr[j + 1]):
+            i = indices[t]
+            if i > j:
+                arow[top] = i
+                aval[top] = data[t] / (scale[i] * scale[j])
+                top += 1
+    aptr[n] = top
+
+
 _KERNELS: dict[str, Any] = {}
 
 
@@ -142,7 +193,7 @@ def _kernel(name: str) -> Any:
         import numba
 
         loop = {"factor": _factor_loop, "forward": _forward_loop,
-                "backward": _backward_loop}[name]
+                "backward": _backward_loop, "prepare": _prepare_loop}[name]
         fn = _KERNELS[name] = numba.njit(cache=True, nogil=True)(loop)
     return fn
 
@@ -200,7 +251,7 @@ def incomplete_cholesky(a: Any, fill: int = DEFAULT_FILL) -> IncompleteCholesky:
     Parameters
     ----------
     a : scipy sparse matrix, shape (n, n)
-        Symmetric (only its lower triangle is read). Need not be positive definite:
+        Symmetric (each row is read right of its diagonal). Need not be positive definite:
         a diagonal shift is added until the factorisation succeeds.
     fill : int
         Entries kept per column of ``L`` beyond ``a``'s own below the diagonal
@@ -212,26 +263,27 @@ def incomplete_cholesky(a: Any, fill: int = DEFAULT_FILL) -> IncompleteCholesky:
     IncompleteCholesky
         ``M = C Cᵀ`` positive definite, with ``C`` lower triangular.
     """
-    csc = sparse.csc_array(a, dtype=np.float64)
-    n = csc.shape[0]
-    d = np.abs(csc.diagonal())
-    d[~(d > 0.0) | ~np.isfinite(d)] = 1.0  # a zero (or non-finite) diagonal: no scaling
-    scale = np.sqrt(d)
-    lower = sparse.tril(csc, k=-1, format="csc")
-    lower = sparse.csc_array(sparse.diags_array(1.0 / scale) @ lower
-                             @ sparse.diags_array(1.0 / scale))
-    lower.sort_indices()
-    indptr = lower.indptr.astype(np.int64)
-    indices = lower.indices.astype(np.int64)
-    data = lower.data
-    adiag = csc.diagonal() / d  # ±1 (0 where the diagonal is 0)
+    csr = a if isinstance(a, sparse.csr_array) else sparse.csr_array(a)
+    if csr.dtype != np.float64:
+        csr = csr.astype(np.float64)
+    if not csr.has_sorted_indices:
+        csr = csr.copy()
+        csr.sort_indices()
+    n = csr.shape[0]
+    # symmetric: the rows of the CSR are the columns of the CSC, so no transpose is made
+    indptr = np.zeros(n + 1, np.int64)
+    indices = np.empty(max(csr.nnz, 1), np.int64)
+    data = np.empty(max(csr.nnz, 1))
+    adiag, scale = np.empty(n), np.empty(n)
+    _kernel("prepare")(n, csr.indptr, csr.indices, csr.data, indptr, indices, data, adiag,
+                       scale)
     fill = int(min(max(fill, 0), n))
     cap = int(indptr[-1]) + fill * n
     lptr = np.zeros(n + 1, np.int64)
     lrow = np.empty(max(cap, 1), np.int64)
     lval = np.empty(max(cap, 1))
     diag = np.empty(n)
-    # the shift: none while the scaled diagonal is positive (Lin & Moré, section 3)
+    # the shift: none while the scaled diagonal (±1, or 0) is positive (Lin & Moré, §3)
     low = float(adiag.min()) if n else 1.0
     alpha = 0.0 if low > 0.0 else _ALPHA0 - low
     factor = _kernel("factor")
