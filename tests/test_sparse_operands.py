@@ -315,3 +315,27 @@ def test_unsupported_uses_raise_clear_errors():
         nad.grad(lambda x, A: np.sum(A.toarray() @ x))(np.ones(13), K)
     with pytest.raises(ValueError, match="needs 8 rows"):
         nad.grad(lambda x: np.sum(A_design @ x))(np.ones(5))
+
+
+def test_spmatrix_star_is_the_matrix_product_and_sparray_star_is_refused():
+    M = sp.csr_matrix(A_design)
+    Ad = A_design.toarray()
+    x, y = rng.standard_normal(8), rng.standard_normal(20)
+    assert_close(nad.grad(lambda x: np.sum((M * x) ** 2))(x), 2 * Ad.T @ (Ad @ x),
+                 what="spmatrix * x")
+    assert_close(nad.grad(lambda y: np.sum((y * M) ** 2))(y), 2 * Ad @ (y @ Ad),
+                 what="y * spmatrix")
+    with pytest.raises(TypeError, match="traces the products"):
+        nad.grad(lambda x: np.sum((A_design * x) ** 2))(x)  # sparray: elementwise, sparse
+
+
+def test_eager_vars_and_nested_gradients_through_a_sparse_product():
+    Ad = A_design.toarray()
+    y = rng.standard_normal(20)
+    v = nad.Var(y)
+    out = np.sum((v @ A_design) ** 2)
+    out.backward()
+    assert_close(v.grad, 2 * Ad @ (y @ Ad), what="eager backward")
+    inner = nad.grad(lambda z: 0.5 * np.sum((A_design.T @ z) ** 2))  # A A^T z
+    assert_close(nad.grad(lambda z: np.sum(inner(z)))(y), Ad @ (Ad.T @ np.ones(20)),
+                 what="gradient of a gradient")

@@ -67,6 +67,13 @@ def qualified_name(fn: Any) -> str:
     return f"{public}.{name}"
 
 
+def is_spmatrix(value: Any) -> bool:
+    """Whether ``value`` is a scipy.sparse *matrix* (not array): its ``*`` is the matrix
+    product, so ``A * x`` and ``x * A`` mean ``A @ x`` and ``x @ A`` (scipy not imported)."""
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and isinstance(value, sparse.spmatrix)
+
+
 # ---- SciPy functions wrapped by scipy_dispatch: found again on the call stack --------------------
 
 #: code object of a wrapped SciPy original -> [(public name, class of the instance or None)]
@@ -122,5 +129,5 @@ def _hint_text(public_name: str, method: bool) -> str:
 
 
 __all__ = ["UFUNCS", "UFUNC_REDUCE", "FUNCTIONS", "SCIPY_FUNCTIONS", "METHODS",
-           "implements_method", "method", "qualified_name", "remember_original",
+           "implements_method", "is_spmatrix", "method", "qualified_name", "remember_original",
            "scipy_caller_hint"]

@@ -30,6 +30,11 @@ def lifting(liftable: dict[int, Any]) -> Iterator[None]:
         _lifting.pop()
 
 
+def tracing() -> bool:
+    """Whether a trace is being made (values met now may enter a program as inputs)."""
+    return bool(_lifting)
+
+
 def lifted_input(value: Any, make_input: Callable[[np.ndarray], _Input]) -> _Input | None:
     """The input standing for the captured ``value`` in the innermost trace, or ``None``.
 
@@ -57,4 +62,4 @@ def lifted_input(value: Any, make_input: Callable[[np.ndarray], _Input]) -> _Inp
     return made
 
 
-__all__ = ["lifted_input", "lifting"]
+__all__ = ["lifted_input", "lifting", "tracing"]

@@ -33,13 +33,21 @@ def as_objects(var: Any) -> np.ndarray:
     product, a 0-d object array holding ``var`` (scipy then defers to ``var``), or, for
     scipy's checks that read only the number of axes, an empty array of as many axes.
     """
-    asked_by = _scipy_sparse_caller(sys._getframe(2))
+    caller = sys._getframe(2)
+    asked_by = _scipy_sparse_caller(caller)
     if asked_by == _DEFER:
         out = np.empty((), dtype=object)
         out[()] = var
         return out
     if asked_by == _PROBE:
         return np.empty((0,) * max(len(var.shape), 1), dtype=object)
+    if caller is not None and str(caller.f_globals.get("__name__")).startswith("scipy.sparse"):
+        # scipy.sparse holds numbers only: an object array would fail there, less clearly
+        raise TypeError(
+            f"scipy.sparse's {caller.f_code.co_name} was given a traced value: of scipy.sparse "
+            "on traced values, newtonad traces the products A @ x, A.dot(x), A.T @ y, x @ A "
+            "(and A * x for the spmatrix classes). Write other operations with NumPy on those "
+            "products, e.g. sp.diags(d) @ (A @ x) as d * (A @ x)")
     out = np.empty(var.shape, dtype=object)
     if var.shape == ():
         out[()] = var

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .lifting import tracing
 from .primitives.sparse_matmul import sparse_matmul
 from .primitives.structural import transpose
 from .program import Slot
@@ -98,7 +99,8 @@ def operands(a: Any) -> tuple[Var, Var, Var, tuple[int, int], bool]:
     A captured matrix's entries enter a trace as a data input, as a captured array does
     (a Var with a value, marked captured): a matrix with other entries and the same
     pattern runs the same program. The value is the one read at trace time, kept
-    current by the guard on what the function reads. A matrix passed in ``args``
+    current by the guard on what the function reads; outside a trace (eager Vars) they
+    are a constant. A matrix passed in ``args``
     (:class:`SparseArgument`) brings its traced entries with it.
     """
     if isinstance(a, SparseArgument):
@@ -108,7 +110,10 @@ def operands(a: Any) -> tuple[Var, Var, Var, tuple[int, int], bool]:
     csr = canonical(a)
     indptr = Var(csr.indptr, const=True)
     indices = Var(csr.indices, const=True)
-    data = Var(csr.data, aval=Slot(csr.data.shape, "float64"), captured=True)
+    if tracing():
+        data = Var(csr.data, aval=Slot(csr.data.shape, "float64"), captured=True)
+    else:  # eager Vars: the matrix is a constant of the graph, not differentiated
+        data = Var(csr.data, const=True)
     return indptr, indices, data, csr.shape, False
 
 

@@ -35,7 +35,15 @@ import numpy as np
 from .array_methods import ArrayMethods
 from .branches import Recording
 from .branches import owner as branch_owner
-from .dispatch import FUNCTIONS, METHODS, UFUNC_REDUCE, UFUNCS, method, qualified_name
+from .dispatch import (
+    FUNCTIONS,
+    METHODS,
+    UFUNC_REDUCE,
+    UFUNCS,
+    is_spmatrix,
+    method,
+    qualified_name,
+)
 from .lifting import lifted_input, lifting
 from .object_arrays import as_objects
 from .program import Slot, output_slot
@@ -48,6 +56,7 @@ from .tracer_errors import (
 )
 
 _ids = itertools.count()
+_NUMBERS = (float, int)  # operands of * that are never scipy.sparse matrices: no test
 
 
 def next_id() -> int:
@@ -274,8 +283,15 @@ class Var(ArrayMethods):
     def __radd__(self, other): return UFUNCS["add"](other, self)
     def __sub__(self, other): return UFUNCS["subtract"](self, other)
     def __rsub__(self, other): return UFUNCS["subtract"](other, self)
-    def __mul__(self, other): return UFUNCS["multiply"](self, other)
-    def __rmul__(self, other): return UFUNCS["multiply"](other, self)
+    def __mul__(self, other):
+        if other.__class__ not in _NUMBERS and is_spmatrix(other):
+            return UFUNCS["matmul"](self, other)  # a scipy.sparse matrix's * is @
+        return UFUNCS["multiply"](self, other)
+
+    def __rmul__(self, other):
+        if other.__class__ not in _NUMBERS and is_spmatrix(other):
+            return UFUNCS["matmul"](other, self)
+        return UFUNCS["multiply"](other, self)
     def __truediv__(self, other): return UFUNCS["true_divide"](self, other)
     def __rtruediv__(self, other): return UFUNCS["true_divide"](other, self)
     def __pow__(self, other): return UFUNCS["power"](self, other)
