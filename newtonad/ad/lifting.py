@@ -35,6 +35,18 @@ def tracing() -> bool:
     return bool(_lifting)
 
 
+def once_per_trace(key: Any, make: Callable[[], _Input]) -> _Input:
+    """``make()`` the first time the innermost trace is asked for ``key``, the same result
+    after that (a new ``make()`` on every call outside a trace). Keys must not be ints
+    (those are the captured values' ids); the caller keeps what its key names alive."""
+    if not _lifting:
+        return make()
+    lifted = _lifting[-1][1]
+    if key not in lifted:
+        lifted[key] = make()
+    return lifted[key]
+
+
 def lifted_input(value: Any, make_input: Callable[[np.ndarray], _Input]) -> _Input | None:
     """The input standing for the captured ``value`` in the innermost trace, or ``None``.
 
@@ -62,4 +74,4 @@ def lifted_input(value: Any, make_input: Callable[[np.ndarray], _Input]) -> _Inp
     return made
 
 
-__all__ = ["lifted_input", "lifting", "tracing"]
+__all__ = ["lifted_input", "lifting", "once_per_trace", "tracing"]

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .lifting import tracing
+from .lifting import once_per_trace, tracing
 from .primitives.sparse_matmul import sparse_matmul
 from .primitives.structural import transpose
 from .program import Slot
@@ -107,14 +107,20 @@ def operands(a: Any) -> tuple[Var, Var, Var, tuple[int, int], bool]:
         p = a.pattern
         return (Var(p.indptr.astype(np.int64), const=True),
                 Var(p.indices.astype(np.int64), const=True), a.data, p.shape, a.transposed)
+    if not tracing():  # eager Vars: the matrix is a constant of the graph
+        csr = canonical(a)
+        return (Var(csr.indptr, const=True), Var(csr.indices, const=True),
+                Var(csr.data, const=True), csr.shape, False)
+    # one set of operands per matrix and trace: every product with it shares one input
+    # (the matrix is kept with them, so that its id names it for the whole trace)
+    return once_per_trace(("scipy.sparse", id(a)), lambda: (a, _traced_operands(a)))[1]
+
+
+def _traced_operands(a: Any) -> tuple[Var, Var, Var, tuple[int, int], bool]:
     csr = canonical(a)
-    indptr = Var(csr.indptr, const=True)
-    indices = Var(csr.indices, const=True)
-    if tracing():
-        data = Var(csr.data, aval=Slot(csr.data.shape, "float64"), captured=True)
-    else:  # eager Vars: the matrix is a constant of the graph, not differentiated
-        data = Var(csr.data, const=True)
-    return indptr, indices, data, csr.shape, False
+    data = Var(csr.data, aval=Slot(csr.data.shape, "float64"), captured=True)
+    return (Var(csr.indptr, const=True), Var(csr.indices, const=True), data, csr.shape,
+            False)
 
 
 def _ndim(x: Any) -> int:
