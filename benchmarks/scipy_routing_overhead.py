@@ -4,9 +4,9 @@
 argument and otherwise call SciPy's original (see ``newtonad.scipy_routing``). This
 script times the calls other code makes -- through SciPy's public names, as
 ``scipy.special.logsumexp(x)`` -- with routing on (the wrappers) and off (SciPy's own
-objects), in one process, interleaved: each round times every case once in each state,
-the state first timed alternating between rounds, so drift of a busy machine falls on
-both. Reported: the median time per call over rounds (CPU time of the process by
+objects), in one process, interleaved: each round times every case in one state and at once in
+the other, the state first timed alternating between rounds, so drift of a busy machine
+falls on both. Reported: the median time per call over rounds (CPU time of the process by
 default, ``--clock wall`` for elapsed time), and the ratio on / off.
 
 ``expit`` is a ufunc (never wrapped; NumPy hands traced values to newtonad) and is a
@@ -104,9 +104,9 @@ def measure(rounds: int, budget: float) -> dict[str, dict[str, float]]:
     table = cases(np.random.default_rng(0))
     times: dict[str, dict[bool, list[float]]] = {k: {True: [], False: []} for k in table}
     for r in range(rounds):
-        for state in ((True, False) if r % 2 == 0 else (False, True)):
-            with nad.scipy_routing(state):
-                for name, fn in table.items():
+        for name, fn in table.items():
+            for state in ((True, False) if r % 2 == 0 else (False, True)):
+                with nad.scipy_routing(state):
                     times[name][state].append(per_call(fn, budget))
     return {name: {"on_us": 1e6 * statistics.median(t[True]),
                    "off_us": 1e6 * statistics.median(t[False]),
@@ -116,8 +116,8 @@ def measure(rounds: int, budget: float) -> dict[str, dict[str, float]]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=31)
-    parser.add_argument("--budget", type=float, default=0.02,
+    parser.add_argument("--rounds", type=int, default=61)
+    parser.add_argument("--budget", type=float, default=0.01,
                         help="seconds of calls per case, state and round")
     parser.add_argument("--clock", choices=sorted(CLOCK), default="cpu",
                         help="cpu: this process's CPU time (default); wall: elapsed time")
