@@ -148,7 +148,7 @@ def test_a_stochastic_objective_is_called_directly_never_frozen():
     values = []
 
     def f(x):
-        value = np.sum((x - 1.0) ** 2) + 1e-9 * np.random.rand()
+        value = np.sum((x - 1.0) ** 2) + 1e-13 * np.random.rand()
         values.append(value)
         return value
 
