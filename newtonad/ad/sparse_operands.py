@@ -55,7 +55,7 @@ def defining_arrays(a: Any) -> tuple[np.ndarray, ...]:
 
 
 class CSR(NamedTuple):
-    """A sparse matrix in canonical CSR form: int64 pattern, float64 entries."""
+    """A sparse matrix in canonical CSR form: integer pattern, float64 entries."""
 
     indptr: np.ndarray
     indices: np.ndarray
@@ -86,10 +86,13 @@ def canonical(a: Any) -> CSR:
         raise TypeError(f"a {a.ndim}-D scipy.sparse {name} of shape {a.shape} meets a traced "
                         "value; only 2-D sparse matrices are supported in products: reshape "
                         "it, e.g. A.reshape(1, -1)")
+    shape = (int(a.shape[0]), int(a.shape[1]))
+    if a.format == "csr" and a.dtype == np.float64 and a.has_canonical_format:
+        # already canonical: its own arrays (no copy of a large matrix at each trace)
+        return CSR(a.indptr, a.indices, a.data, shape)
     csr = sparse.csr_array(a, dtype=np.float64, copy=True)  # a private copy to canonicalise
     csr.sum_duplicates()
-    return CSR(csr.indptr.astype(np.int64), csr.indices.astype(np.int64), csr.data,
-               (int(a.shape[0]), int(a.shape[1])))
+    return CSR(csr.indptr, csr.indices, csr.data, shape)
 
 
 def operands(a: Any) -> tuple[Var, Var, Var, tuple[int, int], bool]:
@@ -105,12 +108,11 @@ def operands(a: Any) -> tuple[Var, Var, Var, tuple[int, int], bool]:
     """
     if isinstance(a, SparseArgument):
         p = a.pattern
-        return (Var(p.indptr.astype(np.int64), const=True),
-                Var(p.indices.astype(np.int64), const=True), a.data, p.shape, a.transposed)
+        return (_index_const(p.indptr), _index_const(p.indices), a.data, p.shape, a.transposed)
     if not tracing():  # eager Vars: the matrix is a constant of the graph
         csr = canonical(a)
-        return (Var(csr.indptr, const=True), Var(csr.indices, const=True),
-                Var(csr.data, const=True), csr.shape, False)
+        return (_index_const(csr.indptr), _index_const(csr.indices), Var(csr.data, const=True),
+                csr.shape, False)
     # one set of operands per matrix and trace: every product with it shares one input
     # (the matrix is kept with them, so that its id names it for the whole trace)
     return once_per_trace(("scipy.sparse", id(a)), lambda: (a, _traced_operands(a)))[1]
@@ -119,8 +121,12 @@ def operands(a: Any) -> tuple[Var, Var, Var, tuple[int, int], bool]:
 def _traced_operands(a: Any) -> tuple[Var, Var, Var, tuple[int, int], bool]:
     csr = canonical(a)
     data = Var(csr.data, aval=Slot(csr.data.shape, "float64"), captured=True)
-    return (Var(csr.indptr, const=True), Var(csr.indices, const=True), data, csr.shape,
-            False)
+    return _index_const(csr.indptr), _index_const(csr.indices), data, csr.shape, False
+
+
+def _index_const(index: np.ndarray) -> Var:
+    """A pattern array as a program constant (int64: the engines' one integer type)."""
+    return Var(np.asarray(index, dtype=np.int64), const=True)
 
 
 def _ndim(x: Any) -> int:
@@ -237,11 +243,7 @@ def split_argument(a: Any) -> tuple[tuple, np.ndarray, Pattern]:
     A canonical float64 CSR matrix is used as it is (its pattern compared, not hashed);
     another format or dtype is converted on every call.
     """
-    if a.format == "csr" and a.dtype == np.float64 and a.ndim == 2 and a.has_canonical_format:
-        indptr, indices, data, shape = a.indptr, a.indices, a.data, (int(a.shape[0]),
-                                                                        int(a.shape[1]))
-    else:
-        indptr, indices, data, shape = canonical(a)
+    indptr, indices, data, shape = canonical(a)
     seen = _PATTERNS.setdefault((shape, indices.size), [])
     for number, known in seen:
         if _same(known.indices, indices) and _same(known.indptr, indptr):
