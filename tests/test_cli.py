@@ -14,7 +14,7 @@ import pytest
 
 import newtonad
 from newtonad.__main__ import main
-from newtonad.cli import methods, progress
+from newtonad.cli import build_parser, methods, progress
 from newtonad.cli.table import Column, Table, fmt_time
 
 
@@ -359,16 +359,27 @@ def test_demo_least_squares_counts_every_residual_evaluation():
 # ---- bench and problems -------------------------------------------------------------------
 
 def test_bench_table_json_and_plot(capsys, tmp_path):
+    """The table, the JSON and the plot. On the NumPy evaluator: the command's own logic
+    does not depend on the engine, and numba compiling 15 kernels (7 frame widths, 2 modes,
+    value and gradient) cost this test 50 s. The same workloads (``frame_runner``,
+    ``value_and_grad_runner``) run on numba in tests/test_benchmarks.py (bench_frames)."""
     pytest.importorskip("matplotlib")
     data, png = tmp_path / "b.json", tmp_path / "b.png"
     code, out, _ = run(capsys, "bench", "--quick", "--n", "50", "--modes", "jvp", "hvp",
-                       "--json", str(data), "--plot", str(png))
+                       "--engine", "numpy", "--json", str(data), "--plot", str(png))
     assert code == 0
+    assert "engine 'numpy'" in out
     assert "n = 50" in out and "k=64" in out and "value+gradient" in out
-    records = json.loads(data.read_text())["results"]
+    saved = json.loads(data.read_text())
+    assert saved["engine"] == "numpy"
+    records = saved["results"]
     assert {r["mode"] for r in records} == {"jvp", "hvp", "value-and-grad"}
     assert all(r["per_column"] > 0 for r in records)
     assert png.stat().st_size > 1000
+
+
+def test_bench_times_compiled_kernels_unless_told():
+    assert build_parser().parse_args(["bench"]).engine == "numba"
 
 
 def test_bench_plot_without_matplotlib(capsys, monkeypatch):
