@@ -4,13 +4,16 @@ Enabled by ``NEWTONAD_TEST_COMPILE_LOG=<path>``: every kernel the engine loads i
 process appends one JSON line to ``<path>.<worker>`` (``main`` without xdist) with the
 test's node id, the kernel's module name (a digest of its source, so the same kernel in
 two tests has one name), whether numba compiled it or read it from its cache, and the
-seconds it took (wall, and CPU of the calling thread). Kernels compiled in child
-processes (the auto engine's background compiler, split kernels) are not seen.
+seconds it took (wall, and CPU of the calling thread). Programs the auto engine sends to
+its background worker are logged as ``background_<digest of the program>`` with the
+worker's (wall) seconds, compiled or read from the cache; split kernels' chunks compiled
+in child processes are not seen.
 Summarise with ``python -m tests.compile_log <path>``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -43,6 +46,24 @@ def install(path: str) -> None:
         return fn, dispatcher, where
 
     numba_engine.load = load
+
+    from newtonad.ad.engine import background
+
+    ask = background.Compiler._ask
+
+    def ask_and_log(self, worker, request):
+        start = time.perf_counter()
+        reply = ask(self, worker, request)
+        if reply is not None and isinstance(request[0], bytes):  # a program sent to compile
+            digest = hashlib.blake2b(request[0], digest_size=16).hexdigest()
+            record = {"test": current_test["id"], "module": f"background_{digest}",
+                      "compiled": True, "seconds": round(time.perf_counter() - start, 3),
+                      "cpu": round(reply[1], 3), "parallel": False, "lines": -1}
+            with log.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+        return reply
+
+    background.Compiler._ask = ask_and_log
 
 
 def summarise(path: str) -> None:
