@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # numba compiles dominate the test suite: one pytest worker per core
 TEST_WORKERS ?= auto
 
-.PHONY: demo test lint install clean docs bench bench-full bench-deps check-install
+.PHONY: demo test lint install clean docs doctest bench bench-full bench-deps check-install
 
 # pyproject.toml and the version line in newtonad/__init__.py make the installed metadata
 $(STAMP): pyproject.toml newtonad/__init__.py
@@ -29,8 +29,13 @@ lint: $(STAMP)
 	$(PY) -m ruff check newtonad tests benchmarks docs
 	$(PY) -m mypy
 
+# `make docs` shows the examples' committed output (nothing runs, no network);
+# `make doctest` runs every example again and fails where its output differs
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+
+doctest: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -b doctest docs docs/_build/doctest
 
 # `make bench`: a quick subset (value+gradient, HVP frames, solver counts), each benchmark once
 # (asv --quick); `make bench-full`: every benchmark with asv's repeats. Both record the

@@ -614,8 +614,14 @@ def main(argv: list[str] | None = None) -> None:
     print(table(results, systems))
     if skipped:
         print(f"\nnot installed (skipped): {', '.join(skipped)}")
-    if ns.json:
-        Path(ns.json).write_text(json.dumps(results, indent=1))
+    if ns.json:  # "_meta": where and when, for the docs' figure captions
+        import platform
+
+        meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "machine": {"cpu": platform.processor() or platform.machine(),
+                            "cores": os.cpu_count(), "os": platform.platform()},
+                "command": " ".join(["python benchmarks/compare.py", *sys.argv[1:]])}
+        Path(ns.json).write_text(json.dumps({"_meta": meta, **results}, indent=1))
 
 
 if __name__ == "__main__":

@@ -1,163 +1,132 @@
-"""Performance figures and tables for the docs, from benchmark output.
+"""Performance figures and tables for the docs, from benchmark results saved in ``docs/_data``.
 
-Sources, each optional:
+The docs build never times anything: it draws what these files hold, each with the
+machine and the date it was measured on.
 
-* the asv results of ``make bench`` (``.asv/results/<machine>/*.json``): time per
-  frame column against k (``bench_frames``) and the solver suite
-  (``bench_solvers``); the newest result file holding each suite is used;
-* when no asv results exist, the same frame workloads measured on the spot with
-  :mod:`newtonad.cli.workloads` (what ``newtonad bench`` runs);
-* the JSON written by ``python benchmarks/compare.py --json docs/_data/compare.json``:
-  newtonad against hand-fused numba, JAX, torch.func and autograd.
+* ``frames.json``: time per frame column against k (the workloads of the asv suite's
+  ``bench_frames`` and of ``newtonad bench``), written by ``record``;
+* ``solvers.json``: the asv suite's ``bench_solvers.Solvers`` runs, written by ``record``;
+* ``compare.json``: ``python benchmarks/compare.py --json docs/_data/compare.json``,
+  newtonad against hand-fused numba, JAX, torch.func and autograd; its ``_meta`` entry
+  says where and when it ran.
 
-Run as a script to write the figures and print the tables::
+Record new results (a few minutes; run it on a quiet machine), then rebuild the docs::
 
-    python docs/perf_plots.py --out /tmp/perf
+    python docs/perf_plots.py record
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
+import os
+import platform
 import re
-from dataclasses import dataclass
+import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
-from newtonad.cli.bench import render
-from newtonad.cli.workloads import FRAME_MODES, KS, NS, Measurement, measure
-
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-ASV_RESULTS = ROOT / ".asv" / "results"
-COMPARE_JSON = HERE / "_data" / "compare.json"
+DATA = HERE / "_data"
 
-_FRAME_CLASSES = {"ForwardFrame": "jvp", "ReverseFrame": "vjp", "HVPFrame": "hvp",
-                  "LinearizedHVPFrame": "linearized-hvp"}
-
-
-@dataclass
-class Source:
-    """Where numbers came from, for the caption."""
-
-    kind: str  # "asv", "measured" or "missing"
-    detail: str
-
-    def __str__(self) -> str:
-        return f"source: {self.kind} ({self.detail})"
+#: engine of the recorded frames: compiled kernels, as a hot program runs in a solver
+ENGINE = "numba"
 
 
-# ---- asv -----------------------------------------------------------------------------------
+# ---- where and when ------------------------------------------------------------------------
 
-def _asv_files(results_dir: Path) -> list[dict]:
-    """Every asv result file under ``results_dir``, newest first."""
-    docs = []
-    for path in results_dir.glob("*/*.json"):
-        if path.name == "machine.json":
-            continue
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and "results" in data:
-            data["_path"] = str(path)
-            docs.append(data)
-    return sorted(docs, key=lambda d: d.get("date", 0), reverse=True)
-
-
-def _expand(entry: Any, columns: list[str]) -> list[tuple[tuple, Any]]:
-    """``[(param combination, value)]`` of one asv result entry."""
-    record = dict(zip(columns, entry)) if isinstance(entry, list) else {"result": entry}
-    values = record.get("result")
-    params = record.get("params") or []
-    combos = list(itertools.product(*params)) if params else [()]
-    if not isinstance(values, list):
-        values = [values]
-    return list(zip(combos, values))
-
-
-def _describe(doc: dict) -> str:
-    when = datetime.fromtimestamp(doc.get("date", 0) / 1000, tz=timezone.utc)
-    return f"asv run of commit {str(doc.get('commit_hash', '?'))[:8]}, {when:%Y-%m-%d %H:%M} UTC"
-
-
-def asv_frames(results_dir: Path = ASV_RESULTS) -> tuple[list[Measurement], Optional[str]]:
-    """Frame measurements from the newest asv result file that has them."""
-    for doc in _asv_files(results_dir):
-        columns = doc.get("result_columns", ["result", "params"])
-        out: list[Measurement] = []
-        for name, entry in doc["results"].items():
-            parts = name.split(".")
-            if parts[0] != "bench_frames":
-                continue
-            if parts[1] in _FRAME_CLASSES and parts[2] == "track_seconds_per_column":
-                for (k, n), value in _expand(entry, columns):
-                    if isinstance(value, (int, float)):
-                        out.append(Measurement(_FRAME_CLASSES[parts[1]], int(n), int(k),
-                                               float(value) * int(k)))
-            elif parts[1] == "ValueAndGrad" and parts[2] == "track_seconds":
-                for (n,), value in _expand(entry, columns):
-                    if isinstance(value, (int, float)):
-                        out.append(Measurement("value-and-grad", int(n), 1, float(value)))
-        if any(m.mode != "value-and-grad" for m in out):
-            order = {mode: i for i, mode in enumerate((*FRAME_MODES, "value-and-grad"))}
-            out.sort(key=lambda m: (m.n, order[m.mode], m.k))
-            return out, _describe(doc)
-    return [], None
-
-
-def asv_solvers(results_dir: Path = ASV_RESULTS) -> tuple[list[dict], Optional[str]]:
-    """Rows ``{method, problem, variant, nfev, nhev, nit, time, overhead}`` from asv."""
-    for doc in _asv_files(results_dir):
-        columns = doc.get("result_columns", ["result", "params"])
-        rows: dict[tuple, dict] = {}
-        for name, entry in doc["results"].items():
-            parts = name.split(".")
-            if parts[:2] != ["bench_solvers", "Solvers"] or not parts[2].startswith("track_"):
-                continue
-            field = parts[2][len("track_"):]
-            for combo, value in _expand(entry, columns):
-                combo = tuple(str(c).strip("'\"") for c in combo)
-                rows.setdefault(combo, dict(zip(("method", "problem", "variant"), combo)))
-                rows[combo][field] = value
-        if rows:
-            return list(rows.values()), _describe(doc)
-    return [], None
-
-
-# ---- measuring on the spot -----------------------------------------------------------------
-
-def measure_frames(ns: tuple[int, ...] = NS, ks: tuple[int, ...] = KS, repeat: int = 3,
-                   budget: float = 0.2) -> list[Measurement]:
-    """The asv frame workloads, measured now (best of ``repeat`` calls)."""
-    out = [measure(mode, n, k, repeat=repeat, budget=budget)
-           for n in ns for mode in FRAME_MODES for k in ks]
-    return out + [measure("value-and-grad", n, repeat=repeat, budget=budget) for n in ns]
-
-
-def frame_measurements(results_dir: Path = ASV_RESULTS) -> tuple[list[Measurement], Source]:
-    """asv results when there are any, else a measurement made now."""
-    data, detail = asv_frames(results_dir)
-    if data:
-        return data, Source("asv", detail or "")
-    import newtonad.api
-
-    return measure_frames(), Source(
-        "measured", f"no asv results found; measured while building the docs, engine "
-                    f"{newtonad.api.DEFAULT_ENGINE!r}, best of 3 calls")
-
-
-# ---- compare.py ----------------------------------------------------------------------------
-
-def load_compare(path: Path = COMPARE_JSON) -> Optional[dict]:
-    """The JSON of ``benchmarks/compare.py --json``, or None when absent or unreadable."""
+def _cpu_model() -> str:
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and data else None
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict[str, Any]:
+    """The machine, the software and the commit a recording runs on."""
+    import numba
+    import numpy as np
+
+    import newtonad
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    return {"cpu": _cpu_model(), "cores": os.cpu_count(), "os": platform.platform(),
+            "python": platform.python_version(), "numpy": np.__version__,
+            "numba": numba.__version__, "numba threads": numba.config.NUMBA_NUM_THREADS,
+            "newtonad": newtonad.__version__, "commit": commit,
+            "load average at start": os.getloadavg()[0]}
+
+
+def caption(meta: dict[str, Any]) -> str:
+    """``<date>, <cpu> (<cores> cores)``: the line each figure and table carries."""
+    m = meta.get("machine", {})
+    where = m.get("cpu", "machine not recorded")
+    if m.get("cores"):
+        where += f" ({m['cores']} cores)"
+    if m.get("numba threads"):
+        where += f", numba on {m['numba threads']} thread{'s' if m['numba threads'] > 1 else ''}"
+    if m.get("load average at start"):  # other jobs on a shared machine slow the numbers
+        where += f", load average {m['load average at start']:.1f}"
+    return f"measured {meta.get('date', 'on an unrecorded date')}, {where}"
+
+
+# ---- saved results -------------------------------------------------------------------------
+
+def load(name: str, folder: Path = DATA) -> dict[str, Any]:
+    """The saved results ``docs/_data/<name>.json``."""
+    path = folder / f"{name}.json"
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{path} is missing: run `python docs/perf_plots.py record` "
+            "(or benchmarks/compare.py --json for compare.json)") from None
+
+
+def frames(saved: dict[str, Any]) -> list[Any]:
+    """The saved frame measurements as :class:`newtonad.cli.workloads.Measurement`."""
+    from newtonad.cli.workloads import Measurement
+
+    return [Measurement(r["mode"], r["n"], r["k"], r["seconds"]) for r in saved["results"]]
+
+
+def frame_tables(saved: dict[str, Any]) -> str:
+    """Seconds per column, one table per n (``newtonad bench``'s layout), with the caption."""
+    from newtonad.cli.bench import render
+
+    return f"{caption(saved)}, engine {saved['engine']!r}\n\n{render(frames(saved))}"
+
+
+def solver_table(saved: dict[str, Any]) -> str:
+    """The solver suite as a text table, with the caption."""
+    from newtonad.cli.table import Column, Table
+
+    table = Table([Column("method", 18, "<"), Column("problem", 22, "<"),
+                   Column("variant", 7, "<"), Column("nit", 5), Column("nfev", 5),
+                   Column("nhev", 6), Column("time", 8), Column("overhead", 8)])
+
+    def ms(v: Any) -> str:
+        return f"{v * 1e3:.1f} ms" if isinstance(v, (int, float)) else "-"
+
+    rows = [[r["method"], r["problem"], r["variant"], r.get("nit"), r.get("nfev"),
+             r.get("nhev"), ms(r.get("time")), ms(r.get("overhead"))]
+            for r in saved["results"]]
+    return f"{caption(saved)}, engine {saved['engine']!r}\n\n{table.render(rows)}"
+
+
+def compare_results(saved: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{system: {measure: value}}`` of a compare.py JSON (its ``_meta`` entry left out)."""
+    return {k: v for k, v in saved.items() if not k.startswith("_")}
 
 
 def compare_per_column(results: dict, problem: str) -> dict[str, list[tuple[int, float]]]:
@@ -185,21 +154,27 @@ def compare_problems(results: dict) -> list[str]:
 
 # ---- figures -------------------------------------------------------------------------------
 
-def plot_frames(data: list[Measurement], title: str = "newtonad: time per frame column") -> Any:
-    """Seconds per column against k, one panel per n (see ``newtonad bench --plot``)."""
+def plot_frames(saved: dict[str, Any]) -> Any:
+    """Seconds per column against k, one panel per n; the caption in the title."""
     from newtonad.cli.plots import plot_per_column
 
-    return plot_per_column(data, title=title)
+    fig = plot_per_column(frames(saved), title=f"time per frame column, engine "
+                                                f"{saved['engine']!r}\n{caption(saved)}")
+    fig.set_size_inches(10, 4.2)
+    fig.tight_layout()
+    return fig
 
 
-def plot_compare(results: dict) -> Any:
-    """HVP seconds per column against k per system, one panel per problem."""
+def plot_compare(saved: dict[str, Any], ncols: int = 3) -> Any:
+    """HVP seconds per column against k per system, one panel per problem, ``ncols`` a row."""
     import matplotlib.pyplot as plt
 
+    results = compare_results(saved)
     problems = compare_problems(results)
-    fig, axes = plt.subplots(1, max(1, len(problems)), figsize=(4.2 * max(1, len(problems)), 3.6),
-                             squeeze=False)
-    for ax, problem in zip(axes[0], problems):
+    nrows = max(1, -(-len(problems) // ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(10, 3.3 * nrows + 0.6), squeeze=False)
+    flat = axes.ravel()
+    for ax, problem in zip(flat, problems):
         for system, pts in compare_per_column(results, problem).items():
             style = "-" if system.startswith("newtonad") else "--"
             ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", ms=3,
@@ -209,52 +184,77 @@ def plot_compare(results: dict) -> Any:
         ax.set_title(problem)
         ax.set_xlabel("k")
         ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].set_ylabel("HVP seconds per column")
-    axes[0][-1].legend(fontsize="small")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("HVP seconds per column")
+    for ax in flat[len(problems):]:  # the legend goes in a spare panel when there is one
+        ax.axis("off")
+    handles, labels = flat[0].get_legend_handles_labels()
+    spare = flat[len(problems)] if len(problems) < flat.size else None
+    if spare is not None:
+        spare.legend(handles, labels, loc="center", title="system")
+    else:
+        flat[-1].legend(fontsize="small")
+    fig.suptitle(f"HVP frames per column\n{caption(saved.get('_meta', {}))}")
     fig.tight_layout()
     return fig
 
 
-def solver_table(rows: list[dict]) -> str:
-    """A text table of the solver suite."""
-    from newtonad.cli.table import Column, Table
+# ---- recording -----------------------------------------------------------------------------
 
-    table = Table([Column("method", 18, "<"), Column("problem", 22, "<"),
-                   Column("variant", 7, "<"), Column("nit", 5), Column("nfev", 5),
-                   Column("nhev", 6), Column("time", 8), Column("overhead", 8)])
-
-    def ms(v: Any) -> str:
-        return f"{v * 1e3:.1f} ms" if isinstance(v, (int, float)) else "-"
-
-    return table.render([[r["method"], r["problem"], r["variant"], r.get("nit"), r.get("nfev"),
-                          r.get("nhev"), ms(r.get("time")), ms(r.get("overhead"))]
-                         for r in rows])
+def _stamp() -> dict[str, Any]:
+    return {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": machine()}
 
 
-# ---- script --------------------------------------------------------------------------------
+def record_frames(repeat: int = 15, budget: float = 3.0) -> dict[str, Any]:
+    """The frame workloads on the numba engine, best of ``repeat`` calls each."""
+    from newtonad.cli.workloads import FRAME_MODES, KS, NS, measure
+
+    stamp = _stamp()
+    out = [measure(mode, n, k, engine=ENGINE, repeat=repeat, budget=budget)
+           for n in NS for mode in FRAME_MODES for k in KS]
+    out += [measure("value-and-grad", n, engine=ENGINE, repeat=repeat, budget=budget)
+            for n in NS]
+    return {**stamp, "engine": ENGINE, "command": "python docs/perf_plots.py record",
+            "results": [m.to_dict() for m in out]}
+
+
+def record_solvers() -> dict[str, Any]:
+    """Every run of the asv suite's ``bench_solvers.Solvers``, once."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks import bench_solvers as bs
+
+    stamp = _stamp()
+    rows = []
+    for name, (registry_name, n) in bs.PROBLEMS.items():
+        from newtonad import problems
+
+        problem = problems.get(registry_name, n=n) if n else problems.get(registry_name)
+        bs._warm_up(problem)
+        for method in bs.METHODS:
+            for variant in bs.VARIANTS:
+                delay = bs.DELAY if variant == "slow" else 0.0
+                rows.append({"method": method, "problem": name, "variant": variant,
+                             **bs.run_one(method, problem, delay)})
+    return {**stamp, "engine": bs.ENGINE, "command": "python docs/perf_plots.py record",
+            "results": rows}
+
 
 def main(argv: Optional[list[str]] = None) -> int:
-    """Write the figures to ``--out`` and print the tables."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+    """``record``: measure and write ``frames.json`` and ``solvers.json``; ``show``: print."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--asv", type=Path, default=ASV_RESULTS, help="asv results directory")
-    ap.add_argument("--compare", type=Path, default=COMPARE_JSON, help="compare.py JSON")
-    ap.add_argument("--out", type=Path, default=Path("."), help="where to write the PNGs")
+    ap.add_argument("action", choices=("record", "show"))
+    ap.add_argument("--only", choices=("frames", "solvers"), help="record one of the two")
+    ap.add_argument("--data", type=Path, default=DATA, help="folder of the JSON files")
     ns = ap.parse_args(argv)
-    ns.out.mkdir(parents=True, exist_ok=True)
-    data, source = frame_measurements(ns.asv)
-    print(source)
-    print(render(data))
-    plot_frames(data).savefig(ns.out / "frames.png", dpi=110)
-    rows, detail = asv_solvers(ns.asv)
-    if rows:
-        print(f"\nsolvers ({detail}):\n{solver_table(rows)}")
-    results = load_compare(ns.compare)
-    if results:
-        plot_compare(results).savefig(ns.out / "compare.png", dpi=110)
-        print(f"\nwrote {ns.out / 'compare.png'}")
+    if ns.action == "record":
+        ns.data.mkdir(parents=True, exist_ok=True)
+        for name, fn in (("frames", record_frames), ("solvers", record_solvers)):
+            if ns.only in (None, name):
+                (ns.data / f"{name}.json").write_text(json.dumps(fn(), indent=1) + "\n")
+                print(f"wrote {ns.data / f'{name}.json'}")
+    print(frame_tables(load("frames", ns.data)))
+    print(solver_table(load("solvers", ns.data)))
     return 0
 
 

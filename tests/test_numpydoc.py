@@ -48,7 +48,7 @@ import pytest
 
 numpydoc_validate = pytest.importorskip(
     "numpydoc.validate", reason="numpydoc validation needs the docs extra: "
-                                "pip install -e '.[docs]'")
+                                "pip install '.[docs]'")
 
 
 #: every numpydoc check except ES01, SA01 and GL01 (see the module docstring)
