@@ -253,9 +253,3 @@ def test_more_paths_than_kept_warn_once_and_stay_right():
 def test_array_truth_value_is_ambiguous():
     with pytest.raises(ValueError, match="ambiguous.*np.any"):
         nad.grad(lambda x: np.sum(x) if x > 0 else 0.0, engine="numpy")(np.ones(3))
-
-
-def test_a_list_reduced_by_numpy_max_picks_the_largest_traced_entry():
-    f = lambda x: np.max([x[0], x[1] ** 2])  # noqa: E731 (NumPy compares the entries)
-    for x in [np.array([3.0, 1.0]), np.array([0.5, 2.0])]:
-        assert_close(nad.grad(f, engine="numpy")(x), central_grad(f, x), 1e-7, 1e-7)

@@ -1,8 +1,8 @@
 """Constraints written for scipy's finite differences keep working through ``nad.minimize``.
 
 Constraints that trace get AD Jacobians (and, for trust-constr, AD Hessians of
-the Lagrangian term); one that cannot be traced (``float(x[0])``, a
-value-dependent ``if``) falls back on scipy's finite differences for that
+the Lagrangian term; a value-dependent ``if`` traces the branch taken); one that
+cannot be traced (``float(x[0])``) falls back on scipy's finite differences for that
 constraint alone, with a ``ConstraintFallbackWarning`` that says why. SLSQP
 gets no constraint ``hess`` it would warn about. The objectives run on the
 NumPy engine (no numba compiles).
@@ -110,7 +110,7 @@ def test_trust_constr_keeps_ad_hessian(monkeypatch):
 
 
 # ------------------------------------------------ untraceable constraints fall back
-@pytest.mark.parametrize("fun", [disc_float, disc_branch])
+@pytest.mark.parametrize("fun", [disc_float])
 @pytest.mark.parametrize("method", ["SLSQP", "trust-constr"])
 @pytest.mark.parametrize("form", ["dict", "NonlinearConstraint"])
 def test_untraceable_constraint_falls_back_to_finite_differences(fun, method, form):
@@ -130,6 +130,15 @@ def test_untraceable_constraint_falls_back_to_finite_differences(fun, method, fo
     # the same problem in plain scipy, which uses finite differences throughout
     ref = so.minimize(objective, X0, method=method, constraints=[con])
     assert_allclose(res.x, ref.x, atol=1e-4)
+
+
+@pytest.mark.parametrize("method", ["SLSQP", "trust-constr"])
+def test_a_constraint_with_a_branch_traces_the_branch_taken(method):
+    res, fallbacks = strict(lambda: nad.minimize(objective, X0, method=method,
+                                                 constraints=[{"type": "ineq",
+                                                               "fun": disc_branch}]))
+    assert not fallbacks and res.success, res.message
+    assert_allclose(res.x, X_STAR, atol=1e-5)
 
 
 def test_only_the_untraceable_constraint_falls_back():

@@ -63,7 +63,7 @@ def test_eager_vars_in_a_list_keep_their_graph():
     assert_close(v.grad, _fd_grad(f, X), 1e-6, 1e-7)
 
 
-@pytest.mark.parametrize("reduce", [np.mean, np.std, np.var])
+@pytest.mark.parametrize("reduce", [np.mean, np.std, np.var, np.max, np.min])
 def test_numpy_statistics_of_a_list_name_np_stack(reduce):
     """NumPy computes these on an object array and converts the result with np.float64,
     which cannot hold a traced value: the error says to stack first."""

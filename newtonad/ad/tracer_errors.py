@@ -75,6 +75,12 @@ def with_scipy_hint(message: str) -> str:
     return _numbers_asked_message(name)
 
 
+def library_asked() -> bool:
+    """Whether NumPy's or SciPy's own code (not the user's) asks for a traced value: a
+    branch there is the library's, computed on an object array or unsupported."""
+    return scipy_caller_hint() is not None or _library_entry() is not None
+
+
 def _library_entry() -> tuple[str, str] | None:
     """``(package, name)`` of the NumPy or SciPy function the user's code called, when the
     innermost frames outside newtonad are that library's (else ``None``)."""
@@ -168,4 +174,4 @@ def _numbers_asked_message(where: str) -> str:
 
 
 __all__ = ["BranchOnTracer", "ImpureFunctionError", "TracerBoolError", "concrete_message",
-           "conversion_message", "impure_message", "user_frame", "with_scipy_hint"]
+           "conversion_message", "impure_message", "library_asked", "user_frame", "with_scipy_hint"]

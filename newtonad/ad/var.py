@@ -52,6 +52,7 @@ from .tracer_errors import (
     TracerBoolError,
     concrete_message,
     conversion_message,
+    library_asked,
     with_scipy_hint,
 )
 
@@ -201,12 +202,12 @@ class Var(ArrayMethods):
 
     def __bool__(self) -> bool:
         # a branch: in a guarded trace, the path taken at the point, recorded as a guard
-        if self.value is None:
-            raise BranchOnTracer(with_scipy_hint(
-                concrete_message("bool(x) or `if x`", self.shape)))
-        trace = self._in_trace()
-        if trace is not None:
-            return trace.decide(self, np.asarray(self.value))
+        if self.value is None or self._in_trace() is not None:
+            if library_asked():  # NumPy / SciPy code on traced values: name that function
+                return bool(self._concrete("bool(x) or `if x`"))
+            if self.value is None:
+                raise BranchOnTracer(concrete_message("bool(x) or `if x`", self.shape))
+            return self._in_trace().decide(self, np.asarray(self.value))  # type: ignore[union-attr]
         return bool(np.asarray(self.value))
 
     def __float__(self) -> float:
