@@ -339,3 +339,20 @@ def test_eager_vars_and_nested_gradients_through_a_sparse_product():
     inner = nad.grad(lambda z: 0.5 * np.sum((A_design.T @ z) ** 2))  # A A^T z
     assert_close(nad.grad(lambda z: np.sum(inner(z)))(y), Ad @ (Ad.T @ np.ones(20)),
                  what="gradient of a gradient")
+
+
+def test_stiffness_energy_solved_with_its_sparse_hessian():
+    """trust-exact on the Objective's sparse Hessian (the pattern of K plus the diagonal)
+    reaches the root of the hand-written gradient."""
+    Kd = K.toarray()
+    load = np.linspace(0, 1, 13)
+    obj = nad.Objective(fe_energy, args=(K,), sparse=True)
+    H = obj.hess(np.zeros(13))
+    assert sp.issparse(H)
+    assert_close(H.toarray(), Kd + np.eye(13), rtol=1e-12, atol=1e-12, what="sparse hessian")
+    res = nad.minimize(fe_energy, np.zeros(13), args=(K,), method="trust-exact",
+                       options={"gtol": 1e-10})
+    root = scipy.optimize.root(lambda u: Kd @ u - load + np.sinh(u), np.zeros(13),
+                               jac=lambda u: Kd + np.diag(np.cosh(u)), tol=1e-13).x
+    assert res.success
+    assert_close(res.x, root, rtol=1e-8, atol=1e-9, what="minimiser vs root of the gradient")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import threading
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -234,6 +235,7 @@ class SparseArgument:
 _PATTERNS: dict[tuple, list[tuple[int, Pattern]]] = {}
 _MAX_PATTERNS = 64
 _NUMBERS = itertools.count()
+_PATTERNS_LOCK = threading.Lock()  # calls from several threads share the table
 
 
 def split_argument(a: Any) -> tuple[tuple, np.ndarray, Pattern]:
@@ -244,16 +246,17 @@ def split_argument(a: Any) -> tuple[tuple, np.ndarray, Pattern]:
     another format or dtype is converted on every call.
     """
     indptr, indices, data, shape = canonical(a)
-    seen = _PATTERNS.setdefault((shape, indices.size), [])
-    for number, known in seen:
-        if _same(known.indices, indices) and _same(known.indptr, indptr):
-            return ("sparse", shape, indices.size, number), data, known
-    # kept in the caller's index dtype, so that the next call compares without converting
-    pattern = Pattern(np.array(indptr, copy=True), np.array(indices, copy=True), shape)
-    if len(seen) >= _MAX_PATTERNS:
-        seen.pop(0)
-    number = next(_NUMBERS)
-    seen.append((number, pattern))
+    with _PATTERNS_LOCK:
+        seen = _PATTERNS.setdefault((shape, indices.size), [])
+        for number, known in seen:
+            if _same(known.indices, indices) and _same(known.indptr, indptr):
+                return ("sparse", shape, indices.size, number), data, known
+        # kept in the caller's index dtype, so that the next call compares without converting
+        pattern = Pattern(np.array(indptr, copy=True), np.array(indices, copy=True), shape)
+        if len(seen) >= _MAX_PATTERNS:
+            seen.pop(0)
+        number = next(_NUMBERS)
+        seen.append((number, pattern))
     return ("sparse", shape, indices.size, number), data, pattern
 
 
