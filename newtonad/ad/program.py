@@ -15,39 +15,22 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 Shape = tuple[int, ...]
 
 
-@dataclass(frozen=True, eq=False)
-class Slot:
-    """The abstract value held by a slot: a shape and a dtype name."""
+class Slot(NamedTuple):
+    """The abstract value held by a slot: a shape and a dtype name.
+
+    A named tuple: every pass hashes and compares the slots of every step (shape-rule memo
+    keys, common subexpressions), and a tuple does both in C.
+    """
 
     shape: Shape
     dtype: str = "float64"
-    _hash: int = field(default=0, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        # every pass hashes the slots of every step (shape-rule memo keys): hash once
-        object.__setattr__(self, "_hash", hash((self.shape, self.dtype)))
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if other.__class__ is not Slot:
-            return NotImplemented
-        return self._hash == other._hash and self.shape == other.shape \
-            and self.dtype == other.dtype
-
-    def __reduce__(self) -> tuple:
-        # rebuilt, not restored: string hashes differ between processes
-        return (Slot, (self.shape, self.dtype))
 
     @property
     def ndim(self) -> int:
@@ -146,11 +129,12 @@ def output_slot(primitive: Any, in_slots: tuple[Slot, ...], params: Any) -> Slot
     return hit
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     """One step: ``output = primitive(*inputs, **params)``.
 
-    ``params`` is a sorted tuple of ``(name, value)`` pairs with hashable values.
+    ``params`` is a sorted tuple of ``(name, value)`` pairs with hashable values. A named
+    tuple, because every pass over a program makes one per step: a tuple is made and
+    hashed in C, a frozen dataclass through Python-level ``__init__`` and ``__hash__``.
     """
 
     primitive: Any  # a newtonad.ad.primitives.Primitive; kept untyped to stay a leaf module
@@ -208,7 +192,6 @@ class Program:
 
     def __post_init__(self) -> None:
         self.validate()
-        object.__setattr__(self, "_hash", hash((self.slots, self.steps, self.inputs, self.outputs)))
 
     @classmethod
     def checked_by_construction(cls, slots: tuple[Slot, ...], steps: tuple[Step, ...],
@@ -247,16 +230,29 @@ class Program:
         for name, value in (("slots", slots), ("steps", steps), ("inputs", inputs),
                             ("outputs", outputs)):
             object.__setattr__(program, name, value)
-        object.__setattr__(program, "_hash", hash((slots, steps, inputs, outputs)))
+        object.__setattr__(program, "_hash", 0)
         return program
 
     def __hash__(self) -> int:
-        return self._hash
+        # computed when first asked: most programs a derivation makes are intermediate,
+        # read once by the next pass and never used as a cache key
+        h = self._hash
+        if h == 0:
+            h = hash((self.slots, self.steps, self.inputs, self.outputs)) or 1
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __reduce__(self) -> tuple:
+        # rebuilt without its hash: string hashes differ between processes
+        return (Program.checked_by_construction, (self.slots, self.steps, self.inputs,
+                                                  self.outputs))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Program):
             return NotImplemented
-        return (self._hash == other._hash
+        if self is other:
+            return True
+        return (hash(self) == hash(other)
                 and (self.slots, self.steps, self.inputs, self.outputs)
                 == (other.slots, other.steps, other.inputs, other.outputs))
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import collections
 import functools
-from typing import Any, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -29,9 +29,9 @@ from .primitives.core import Frame, UndefPrimal, const_p
 from .primitives.elementwise import add_any, convert, mul
 from .primitives.structural import broadcast_to, zeros
 from .program import ArrayConst, Program, Slot, Step, output_slot
+from .rebuild import build, rebind
 from .remat import choose as choose_residuals
 from .remat import slot_kinds
-from .trace import interpret, to_program
 from .var import Var, bind, is_float, new_tracer
 
 #: Derivations made, by kind (``value_and_grad``, ``hvp``, ...): tests and benchmarks count
@@ -48,11 +48,19 @@ def clear_caches() -> None:
 
 
 def _build(inputs: Sequence[Var], outputs: Sequence[Any]) -> Program:
-    """A program from fresh roots to outputs (None outputs are symbolic zeros)."""
-    program, closed = to_program(inputs, outputs)
-    if closed:  # a bug in a rule: it reached a Var from outside this transform
-        raise RuntimeError("a transform produced a program with free variables")
-    return program
+    """A program from fresh roots to outputs (what ``to_program`` records; a Var from
+    outside this transform is a bug in a rule, and raises)."""
+    return build(inputs, outputs)
+
+
+def interpret(program: Program, args: Sequence[Any]) -> list[Any]:
+    """Run ``program`` on Vars by re-applying each step (``trace.interpret``, each step's
+    output slot taken from the program)."""
+    env: dict[int, Any] = dict(zip(program.inputs, args))
+    slots = program.slots
+    for step in program.steps:
+        env[step.output] = rebind(step, [env[i] for i in step.inputs], slots)
+    return [env[i] for i in program.outputs]
 
 
 def _tracers(slots: Sequence[Slot]) -> list[Var]:
@@ -85,13 +93,16 @@ def select_outputs(program: Program, keep: Sequence[int]) -> Program:
 # ---- jvp ----------------------------------------------------------------------------------
 
 @gc_paused
-def jvp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)) -> Program:
+def jvp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,),
+                keep: Sequence[int] | None = None) -> Program:
     """Forward mode over tangent frames of ``k`` columns.
 
     Returns a program taking the original inputs followed by one tangent frame
     (shape ``s + (k,)``; ``s`` when ``k`` is None) per input listed in ``wrt``, and
     returning the original outputs followed by their tangent frames. Inputs not in
-    ``wrt`` have zero tangents, kept symbolic: no code is generated for them.
+    ``wrt`` have zero tangents, kept symbolic: no code is generated for them. ``keep``:
+    return only the outputs at these positions of that list (``select_outputs`` in the
+    same pass).
     """
     primals = _tracers(program.in_slots)
     tangents_in = _tracers([frame_slot(program.slots[program.inputs[i]], k) for i in wrt])
@@ -100,7 +111,7 @@ def jvp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)) -> P
     frame = Frame(k)  # every rule is told how its tangents are laid out
     for step in program.steps:
         args = [env[i] for i in step.inputs]
-        out = bind(step.primitive, *args, **step.kwargs)
+        out = rebind(step, args, program.slots)
         env[step.output] = out
         tangents = [tenv.get(i) for i in step.inputs]
         if any(t is not None for t in tangents) and is_float(program.slots[step.output]):
@@ -110,13 +121,15 @@ def jvp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)) -> P
     outs = [env[i] for i in program.outputs]
     touts = [tenv[i] if i in tenv else zeros(frame_slot(program.slots[i], k).shape)
              for i in program.outputs]
-    return _build(primals + tangents_in, outs + touts)
+    results = outs + touts
+    return _build(primals + tangents_in, results if keep is None else [results[j] for j in keep])
 
 
 # ---- partial evaluation --------------------------------------------------------------------
 
 @gc_paused
-def fold_scalings(program: Program, known: Sequence[bool]) -> Program:
+def fold_scalings(program: Program, known: Sequence[bool],
+                  keep: Sequence[int] | None = None) -> Program:
     """Merge chains of scalings of an unknown value by known factors.
 
     ``neg(mul(div(u, a), b))`` with ``u`` unknown and ``a``, ``b`` known becomes
@@ -124,7 +137,8 @@ def fold_scalings(program: Program, known: Sequence[bool]) -> Program:
     evaluation the linear program reads one residual instead of several and does one
     multiplication per element. An intermediate is folded only when it has no other
     reader (otherwise it is needed anyway). Which steps are scalings, of what by what,
-    each primitive says itself (``primitive.algebra.scaling``).
+    each primitive says itself (``primitive.algebra.scaling``). ``keep``: return only the
+    outputs at these positions (``select_outputs`` in the same pass).
     """
     kind = slot_kinds(program, known)
     readers: dict[int, int] = {}
@@ -144,14 +158,14 @@ def fold_scalings(program: Program, known: Sequence[bool]) -> Program:
         if kind[step.output] == "unknown" and scaling is not None:
             split = scaling([kind[i] == "unknown" for i in step.inputs], args)
         if split is None:
-            env[step.output] = bind(step.primitive, *args, **step.kwargs)
+            env[step.output] = rebind(step, args, program.slots)
             continue
         u, factor = step.inputs[split[0]], split[1]
         if u in scaled and readers[u] == 1:
             base, inner = scaled[u]
             factor = mul(inner, factor)
         elif isinstance(factor, float):  # nothing to fold into (a plain negation): keep it
-            env[step.output] = bind(step.primitive, *args, **step.kwargs)
+            env[step.output] = rebind(step, args, program.slots)
             scaled[step.output] = (env[u], factor)
             continue
         else:
@@ -160,27 +174,23 @@ def fold_scalings(program: Program, known: Sequence[bool]) -> Program:
         out = mul(base, factor)
         env[step.output] = _fit(out, program.slots[step.output].shape) if \
             out.shape != program.slots[step.output].shape else out
-    return _build(roots, [env[i] for i in program.outputs])
+    outputs = program.outputs if keep is None else [program.outputs[j] for j in keep]
+    return _build(roots, [env[i] for i in outputs])
 
 
-@gc_paused
-def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int,
-                 remat: bool = False) -> tuple[Program, Program]:
-    """Split ``program`` by which inputs are known (partial evaluation).
+class _Split(NamedTuple):
+    """Which slots of a program partial evaluation computes where."""
 
-    A step is known when all its inputs are known. Steps that depend on no input at
-    all (constants) are recomputed wherever needed instead of being passed along.
-    Without ``remat`` every known value the unknown steps read is a residual; with
-    ``remat`` the residuals are chosen by :func:`.remat.choose` – a few stored values
-    (with the known inputs, such as ``x`` itself) from which the unknown program
-    recomputes the cheap elementwise rest.
+    kind: dict[int, str]  # each slot: "known", "unknown" or "const" (see remat.slot_kinds)
+    known_in: list[int]  # the known inputs
+    unknown_in: list[int]  # the unknown inputs
+    residuals: list[int]  # known values the unknown part loads (not known inputs)
+    recomputed: set[int]  # known values the unknown part computes itself
 
-    Returns ``(known_program, unknown_program)``: the known program takes the known
-    inputs and returns the first ``n_known_outputs`` outputs followed by the residuals;
-    the unknown program takes the known inputs, then the residuals, then the unknown
-    inputs, and returns the remaining outputs. Known inputs are passed through, never
-    returned as residuals: data such as a design matrix is not copied once per point.
-    """
+
+def _split(program: Program, known: Sequence[bool], n_known_outputs: int,
+           remat: bool) -> _Split:
+    """The partition :func:`partial_eval` makes of ``program``."""
     kind = slot_kinds(program, known)
     for i in program.outputs[:n_known_outputs]:
         if kind[i] == "unknown":
@@ -198,26 +208,62 @@ def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int,
     unknown_in = [i for i, k in zip(program.inputs, known) if not k]
     passed = set(known_in)
     residuals = [i for i in residuals if i not in passed]
+    return _Split(kind, known_in, unknown_in, residuals, recomputed)
 
-    roots = _tracers([program.slots[i] for i in known_in])
-    env = dict(zip(known_in, roots))
+
+def _known_half(program: Program, split: _Split, roots: Sequence[Any], n_known_outputs: int,
+                apply: Callable = rebind) -> list[Any]:
+    """The first ``n_known_outputs`` outputs and the residuals of ``program`` from the
+    known inputs ``roots``, each known step re-applied by ``apply``."""
+    kind, slots = split.kind, program.slots
+    env = dict(zip(split.known_in, roots))
     for step in program.steps:
         if kind[step.output] != "unknown":
-            env[step.output] = bind(step.primitive, *(env[i] for i in step.inputs), **step.kwargs)
-    known_program = _build(roots, [env[i] for i in program.outputs[:n_known_outputs]]
-                           + [env[i] for i in residuals])
+            env[step.output] = apply(step, [env[i] for i in step.inputs], slots)
+    return [env[i] for i in program.outputs[:n_known_outputs]] + [env[i] for i in split.residuals]
 
-    given_roots = _tracers([program.slots[i] for i in known_in])
-    res_roots = _tracers([program.slots[i] for i in residuals])
-    lin_roots = _tracers([program.slots[i] for i in unknown_in])
-    env = dict(zip(known_in, given_roots)) | dict(zip(residuals, res_roots)) \
-        | dict(zip(unknown_in, lin_roots))
+
+def _unknown_half(program: Program, split: _Split, n_known_outputs: int,
+                  apply: Callable = rebind) -> Program:
+    """The program from the known inputs, the residuals and the unknown inputs to the
+    remaining outputs, each step re-applied by ``apply``."""
+    kind, slots, recomputed = split.kind, program.slots, split.recomputed
+    given_roots = _tracers([slots[i] for i in split.known_in])
+    res_roots = _tracers([slots[i] for i in split.residuals])
+    lin_roots = _tracers([slots[i] for i in split.unknown_in])
+    env = dict(zip(split.known_in, given_roots)) | dict(zip(split.residuals, res_roots)) \
+        | dict(zip(split.unknown_in, lin_roots))
     for step in program.steps:
         if step.output not in env and (kind[step.output] != "known" or step.output in recomputed):
-            env[step.output] = bind(step.primitive, *(env[i] for i in step.inputs), **step.kwargs)
-    unknown_program = _build(given_roots + res_roots + lin_roots,
-                             [env[i] for i in program.outputs[n_known_outputs:]])
-    return known_program, unknown_program
+            env[step.output] = apply(step, [env[i] for i in step.inputs], slots)
+    return _build(given_roots + res_roots + lin_roots,
+                  [env[i] for i in program.outputs[n_known_outputs:]])
+
+
+@gc_paused
+def partial_eval(program: Program, known: Sequence[bool], n_known_outputs: int,
+                 remat: bool = False, simplified: bool = False) -> tuple[Program, Program]:
+    """Split ``program`` by which inputs are known (partial evaluation).
+
+    A step is known when all its inputs are known. Steps that depend on no input at
+    all (constants) are recomputed wherever needed instead of being passed along.
+    Without ``remat`` every known value the unknown steps read is a residual; with
+    ``remat`` the residuals are chosen by :func:`.remat.choose` – a few stored values
+    (with the known inputs, such as ``x`` itself) from which the unknown program
+    recomputes the cheap elementwise rest. ``simplified``: both programs simplified
+    (:func:`simplify`) as they are made, in the same pass.
+
+    Returns ``(known_program, unknown_program)``: the known program takes the known
+    inputs and returns the first ``n_known_outputs`` outputs followed by the residuals;
+    the unknown program takes the known inputs, then the residuals, then the unknown
+    inputs, and returns the remaining outputs. Known inputs are passed through, never
+    returned as residuals: data such as a design matrix is not copied once per point.
+    """
+    split = _split(program, known, n_known_outputs, remat)
+    apply = _simplified_step if simplified else rebind
+    roots = _tracers([program.slots[i] for i in split.known_in])
+    known_program = _build(roots, _known_half(program, split, roots, n_known_outputs, apply))
+    return known_program, _unknown_half(program, split, n_known_outputs, apply)
 
 
 def linearize_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)
@@ -257,7 +303,7 @@ def transpose_program(program: Program, linear: Sequence[bool]) -> Program:
             lin_slots.add(step.output)
             linear_steps.append(step)
         else:
-            env[step.output] = bind(step.primitive, *(env[i] for i in step.inputs), **step.kwargs)
+            env[step.output] = rebind(step, [env[i] for i in step.inputs], program.slots)
 
     ct_env: dict[int, Any] = {}
     for i, ct in zip(program.outputs, cts_in):
@@ -282,21 +328,25 @@ def transpose_program(program: Program, linear: Sequence[bool]) -> Program:
 
 # ---- composites: vjp, grad, hvp --------------------------------------------------------------
 
-def _vjp_parts(program: Program, k: int | None, wrt: Sequence[int]) -> tuple[Program, Program]:
-    """``(primal, pullback)``: the primal program (inputs -> outputs and residuals) and
-    the transposed linear program (inputs, residuals, cotangents -> input cotangents)."""
-    primal, linear = linearize_program(program, k, wrt)
+def _pulled(program: Program, k: int | None, wrt: Sequence[int], xs: Sequence[Var],
+            ws: Sequence[Any]) -> list[Any]:
+    """The outputs of ``program`` at ``xs`` followed by the cotangents pulled back from
+    ``ws`` to the ``wrt`` inputs, simplified.
+
+    ``transpose ∘ linearize``, run where it is used: the linear program is made and
+    transposed; the primal half of partial evaluation and the pullback run on ``xs`` and
+    ``ws`` inside the caller's pass, simplified as they run (see :func:`simplify`), so
+    neither the primal program nor the assembled one is recorded and simplified apart.
+    """
+    known = [True] * len(program.inputs) + [False] * len(wrt)
+    jp = fold_scalings(jvp_program(program, k, wrt), known)
+    n_out = len(program.outputs)
+    split = _split(jp, known, n_out, remat=False)
+    linear = _unknown_half(jp, split, n_out)
     n_fixed = len(linear.inputs) - len(wrt)  # the inputs, then the residuals
     pullback = transpose_program(linear, [False] * n_fixed + [True] * len(wrt))
-    return primal, pullback
-
-
-def _pull(program: Program, primal: Program, pullback: Program, xs: list[Var],
-          ws: list[Any]) -> list[Any]:
-    """The outputs of ``program`` at ``xs`` followed by the cotangents pulled back from ``ws``."""
-    n_out = len(program.outputs)
-    outs = interpret(primal, xs)
-    return outs[:n_out] + interpret(pullback, xs + outs[n_out:] + ws)
+    outs = _known_half(jp, split, xs, n_out, _simplified_step)
+    return outs[:n_out] + _simplified(pullback, [*xs, *outs[n_out:], *ws])
 
 
 @gc_paused
@@ -307,10 +357,9 @@ def vjp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,)) -> P
     (shape ``out + (k,)``, or ``out`` when ``k`` is None) and returning the outputs
     followed by one cotangent frame per ``wrt`` input.
     """
-    primal, pullback = _vjp_parts(program, k, wrt)
     xs = _tracers(program.in_slots)
     ws = _tracers([frame_slot(s, k) for s in program.out_slots])
-    return simplify(_build(xs + ws, _pull(program, primal, pullback, xs, ws)))
+    return _build(xs + ws, _pulled(program, k, wrt, xs, ws))
 
 
 def _check_scalar(program: Program) -> None:
@@ -332,12 +381,10 @@ def value_and_grad_program(program: Program) -> Program:
 
 @gc_paused
 def _value_and_grad_direct(program: Program, k: None) -> Program:
-    # The vjp with its cotangent bound to the constant 1 before simplification: one
-    # simplifying pass instead of one for the vjp and another once the 1 is bound.
-    primal, pullback = _vjp_parts(program, None, (0,))  # one cotangent column: no frame axis
+    # The vjp with its cotangent bound to the constant 1 as it is simplified
     xs = _tracers(program.in_slots)
-    y, ct = _pull(program, primal, pullback, xs, [Var(np.ones(()), const=True)])
-    return simplify(_build(xs, [y, ct]))
+    y, ct = _pulled(program, None, (0,), xs, [Var(np.ones(()), const=True)])  # no frame axis
+    return _build(xs, [y, ct])
 
 
 @functools.lru_cache(maxsize=256)
@@ -361,7 +408,10 @@ def hvp_program(program: Program, k: int | None) -> Program:
 
 @gc_paused
 def _hvp_direct(program: Program, k: int | None) -> Program:
-    return simplify(jvp_program(grad_program(program), k), keep=[1])
+    # the jvp of (f, ∇f) keeping only H V: the gradient program's own pass is not needed
+    # (simplifying the jvp's output H V alone records what simplifying the whole jvp and
+    # keeping H V records: rewrites are local)
+    return _simplify_built(jvp_program(value_and_grad_program(program), k, keep=[3]))
 
 
 def linearized_hvp(program: Program, k: int | None) -> tuple[Program, Program]:
@@ -386,9 +436,8 @@ def linearized_hvp(program: Program, k: int | None) -> tuple[Program, Program]:
 def _linearized_hvp_direct(program: Program, k: int | None) -> tuple[Program, Program]:
     known = [True] * len(program.inputs) + [False]
     jp = jvp_program(value_and_grad_program(program), k)  # f, ∇f, ∇f·V, H V
-    jp = select_outputs(fold_scalings(jp, known), [0, 1, 3])
-    primal, linear = partial_eval(jp, known, 2, remat=True)
-    return simplify(primal), simplify(linear)
+    jp = fold_scalings(jp, known, keep=[0, 1, 3])
+    return partial_eval(jp, known, 2, remat=True, simplified=True)
 
 
 # ---- derived programs cached by program, frame widths by resizing ---------------------------
@@ -565,6 +614,124 @@ def _rewrite(primitive, args: list, out_aval: Slot, params: dict) -> Any:
     return None
 
 
+def _simplified_step(step: Step, args: list, slots: Sequence[Slot]) -> Any:
+    """``step`` re-applied to ``args`` with the algebraic identities of :func:`_rewrite`."""
+    if step.primitive is not const_p and all(isinstance(a, Var) for a in args):
+        replaced = _rewrite(step.primitive, args, slots[step.output], step.kwargs)
+        if replaced is not None:
+            return replaced
+    return rebind(step, args, slots)
+
+
+def _simplified(program: Program, args: Sequence[Any], keep: Sequence[int] | None = None
+                ) -> list[Any]:
+    """The outputs (at positions ``keep``) of ``program`` run on ``args`` with every step
+    simplified: what :func:`simplify` records, inlined where it is run."""
+    env: dict[int, Any] = dict(zip(program.inputs, args))
+    slots = program.slots
+    for step in program.steps:
+        env[step.output] = _simplified_step(step, [env[i] for i in step.inputs], slots)
+    outputs = program.outputs if keep is None else [program.outputs[j] for j in keep]
+    return [env[i] for i in outputs]
+
+
+def _rewrites_nothing(program: Program) -> bool:
+    """Whether no step of ``program`` would be rewritten or folded by :func:`simplify`.
+
+    Read from the program's slots, without running it: a step's arguments as simplify
+    sees them are the Vars of the steps before it (none of which was rewritten, or this
+    returns already), so ``_rewrite``'s tests are tests of the producing steps: a
+    constant step is a constant Var, a transparent step is looked through, a step of
+    the same primitive is the argument's creator. A step of constant operands whose
+    output is no larger (one ``bind`` would fold) counts as rewritten.
+    """
+    slots = program.slots
+    const_slot: set[int] = set()
+    made_by: dict[int, Any] = {}  # slot -> the primitive of the step writing it
+    uniform: dict[int, Any] = {}  # slot -> its one value, as _uniform finds it
+    for step in program.steps:
+        primitive, ins, out = step.primitive, step.inputs, step.output
+        if primitive is const_p:
+            const_slot.add(out)
+            value = np.asarray(primitive.impl(**dict(step.params)))
+            if value.size == 1:
+                uniform[out] = value.reshape(())
+            continue
+        made_by[out] = primitive
+        if ins and all(i in const_slot for i in ins) and \
+                slots[out].size <= max([1] + [slots[i].size for i in ins]):
+            return False
+        algebra = primitive.algebra
+        if algebra.transparent and ins and ins[0] in uniform:
+            uniform[out] = uniform[ins[0]]
+        if algebra.left_identity is not None or algebra.right_identity is not None \
+                or algebra.scalar_operands:
+            a, b = ins
+            ua, ub = uniform.get(a), uniform.get(b)
+            out_slot = slots[out]
+            if algebra.left_identity is not None and ua is not None \
+                    and ua == algebra.left_identity and slots[b].dtype == out_slot.dtype:
+                return False
+            if algebra.right_identity is not None and ub is not None \
+                    and ub == algebra.right_identity and slots[a].dtype == out_slot.dtype:
+                return False
+            if algebra.scalar_operands and (
+                    (ub is not None and slots[b].shape != () and slots[a].shape == out_slot.shape)
+                    or (ua is not None and slots[a].shape != ()
+                        and slots[b].shape == out_slot.shape)):
+                return False
+        elif algebra.involution or algebra.collapses:
+            if made_by.get(ins[0]) is primitive:
+                return False
+        elif algebra.noop_same_dtype and slots[ins[0]].dtype == slots[out].dtype:
+            return False
+    return True
+
+
+def _selected(program: Program, keep: Sequence[int]) -> Program:
+    """The outputs at positions ``keep`` of a program :func:`build` recorded, and the steps
+    they need, numbered as ``build`` numbers them (a depth-first walk from the outputs)."""
+    producer = {step.output: step for step in program.steps}
+    number = {i: n for n, i in enumerate(program.inputs)}
+    slots = [program.slots[i] for i in program.inputs]
+    steps: list[Step] = []
+    outputs = [program.outputs[j] for j in keep]
+    pending: set[int] = set()
+    for root in outputs:
+        if root in number:
+            continue
+        stack: list[tuple[int, bool]] = [(root, False)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            slot, expanded = pop()
+            if not expanded:
+                if slot in number or slot in pending:
+                    continue
+                pending.add(slot)
+                push((slot, True))
+                for i in reversed(producer[slot].inputs):
+                    if i not in number and i not in pending:
+                        push((i, False))
+                continue
+            step = producer[slot]
+            number[slot] = len(slots)
+            slots.append(program.slots[slot])
+            steps.append(Step(step.primitive, tuple([number[i] for i in step.inputs]),
+                              step.params, number[slot]))
+    return Program.checked_by_construction(tuple(slots), tuple(steps),
+                                           tuple(range(len(program.inputs))),
+                                           tuple(number[i] for i in outputs))
+
+
+def _simplify_built(program: Program, keep: Sequence[int] | None = None) -> Program:
+    """:func:`simplify` of a program :func:`build` recorded (inputs first, then the steps
+    of a depth-first walk from its outputs, identical steps shared): when no step would
+    be rewritten, simplifying only drops the steps the kept outputs do not need."""
+    if not _rewrites_nothing(program):
+        return simplify(program, keep)
+    return program if keep is None else _selected(program, keep)
+
+
 @gc_paused
 def simplify(program: Program, keep: Sequence[int] | None = None) -> Program:
     """Constant folding, algebraic identities, common subexpressions and dead code.
@@ -574,19 +741,14 @@ def simplify(program: Program, keep: Sequence[int] | None = None) -> Program:
     return only the outputs at these positions (``simplify(select_outputs(p, keep))``
     in one pass; rewrites are local, so the steps only dropped outputs need are
     rewritten, then dropped).
+
+    Rewrites depend only on the structure of a step's (rewritten) arguments, never on
+    which Var stands for a value or on the order of steps: simplifying a program as it
+    is run inside another transform's pass records the same program as running it
+    plainly, recording it and simplifying that. The derivations use this to save passes.
     """
     roots = _tracers(program.in_slots)
-    env: dict[int, Any] = dict(zip(program.inputs, roots))
-    for step in program.steps:
-        args = [env[i] for i in step.inputs]
-        if step.primitive is not const_p and all(isinstance(a, Var) for a in args):
-            replaced = _rewrite(step.primitive, args, program.slots[step.output], step.kwargs)
-            if replaced is not None:
-                env[step.output] = replaced
-                continue
-        env[step.output] = bind(step.primitive, *args, **step.kwargs)
-    outputs = program.outputs if keep is None else [program.outputs[j] for j in keep]
-    return _build(roots, [env[i] for i in outputs])
+    return _build(roots, _simplified(program, roots, keep))
 
 
 __all__ = ["jvp_program", "partial_eval", "fold_scalings", "linearize_program",
