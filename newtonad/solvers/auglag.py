@@ -57,7 +57,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, NonlinearConstraint, OptimizeResult
 from scipy.sparse import issparse
 
-__all__ = ["minimize_auglag", "AUGLAG_OPTIONS"]
+__all__ = ["minimize_auglag", "AUGLAG_OPTIONS", "default_preconditioner"]
 
 #: options of ``method="auglag"`` and their defaults
 AUGLAG_OPTIONS: dict[str, Any] = {
@@ -66,6 +66,7 @@ AUGLAG_OPTIONS: dict[str, Any] = {
     "maxiter": 100,          # outer iterations
     "inner_maxiter": 1000,   # iterations of each subproblem
     "inner_method": "tron",  # the bound-constrained subproblem solver
+    "inner_options": None,   # further options of the subproblem solver (e.g. preconditioner)
     "initial_penalty": None,  # None: ALGENCAN's rule (module docstring)
     "max_penalty": 1e20,
     "disp": False,
@@ -85,6 +86,16 @@ class _Rows:
     lb: np.ndarray
     ub: np.ndarray
     source: Any                 # the caller's object, for the result
+    matrix: Any = None          # A of a linear constraint
+
+    def row_counts(self, x: np.ndarray) -> np.ndarray:
+        """Non-zeros of each row of the constraint Jacobian (its pattern at any x)."""
+        if self.matrix is not None:
+            if issparse(self.matrix):
+                return np.diff(self.matrix.tocsr().indptr)
+            return np.count_nonzero(self.matrix, axis=1)
+        from newtonad.api import jacobian_sparsity
+        return np.diff(jacobian_sparsity(self.fun)(x).indptr)
 
 
 def _as_rows(constraint: Any, x0: np.ndarray) -> _Rows:
@@ -106,7 +117,7 @@ def _as_rows(constraint: Any, x0: np.ndarray) -> _Rows:
         else:
             matrix = np.atleast_2d(np.asarray(A, dtype=float))
         return _Rows(lambda x: matrix @ x, _broadcast(constraint.lb, m),
-                     _broadcast(constraint.ub, m), constraint)
+                     _broadcast(constraint.ub, m), constraint, matrix)
     if isinstance(constraint, NonlinearConstraint):
         cfun = constraint.fun
         m = np.size(cfun(x0.copy()))
@@ -198,6 +209,20 @@ def _augmented_lagrangian(fun: Callable, args: tuple, split: _Split) -> Callable
     return lagrangian
 
 
+def default_preconditioner(split: _Split, x: np.ndarray) -> Optional[str]:
+    """``"ichol"`` when the augmented Lagrangian's Hessian stays sparse, else None.
+
+    The penalty adds ``rho J^T J`` to the Hessian, so a constraint row with ``k``
+    non-zeros adds up to ``k^2`` entries: a dense row (a volume, a budget) makes the
+    Hessian dense, and a sparse Hessian for the preconditioner would cost ``n``
+    products. Below ``50 n`` entries from the constraints the incomplete Cholesky
+    factor cut the products of every scalable problem of ``newtonad.problems.constrained``
+    by 10x or more (``benchmarks/constrained_report.py``).
+    """
+    entries = sum(int(np.sum(r.row_counts(x).astype(np.int64) ** 2)) for r in split.rows)
+    return "ichol" if entries <= 50 * x.size else None
+
+
 def _infeasibility(h: np.ndarray, g: np.ndarray, mu: np.ndarray, rho: float) -> float:
     """``max(||h||_inf, ||V||_inf)`` with ``V = max(g, -mu / rho)`` (step 3)."""
     v = np.maximum(g, -mu / rho)
@@ -259,7 +284,9 @@ def minimize_auglag(fun: Callable, x0: np.ndarray, args: tuple = (),
     **options
         See :data:`AUGLAG_OPTIONS`: ``gtol`` (KKT residual), ``ctol`` (constraint
         violation), ``maxiter`` (outer iterations), ``inner_maxiter``, ``inner_method``,
-        ``initial_penalty``, ``max_penalty``, ``disp``, ``max_time`` (seconds).
+        ``inner_options`` (a dict for the subproblem solver; by default tron gets the
+        preconditioner of :func:`default_preconditioner`), ``initial_penalty``,
+        ``max_penalty``, ``disp``, ``max_time`` (seconds).
 
     Returns
     -------
@@ -314,6 +341,9 @@ def minimize_auglag(fun: Callable, x0: np.ndarray, args: tuple = (),
         rho = max(1e-8, min(10.0 * max(1.0, abs(f0)) / max(1.0, spread), 1e8))
     lam = np.zeros(split.m_eq)
     mu = np.zeros(split.m_in)
+    chosen: dict[str, Any] = {}
+    if opts["inner_method"] == "tron" and "preconditioner" not in (opts["inner_options"] or {}):
+        chosen["preconditioner"] = default_preconditioner(split, x)
     eps = max(opts["gtol"], _FIRST_INNER_GTOL)
     previous = math.inf
     counts = {"nfev": 1, "njev": 0, "nhev": 0}
@@ -323,7 +353,8 @@ def minimize_auglag(fun: Callable, x0: np.ndarray, args: tuple = (),
     for outer in range(1, int(opts["maxiter"]) + 1):
         penalty = np.array([rho])
         objective = Objective(lagrangian, args=(lam, mu, penalty, *args))
-        inner_options = {"maxiter": int(opts["inner_maxiter"]), "gtol": eps}
+        inner_options = {**chosen, **(opts["inner_options"] or {}),
+                         "maxiter": int(opts["inner_maxiter"]), "gtol": eps}
         if opts["max_time"] is not None:
             left = opts["max_time"] - (time.perf_counter() - started)
             if left <= 0:
