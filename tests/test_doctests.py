@@ -1,4 +1,4 @@
-"""The examples in newtonad's docstrings run, and print what they show.
+"""The examples in newtonad's docstrings and on the docs pages run, and print what they show.
 
 Every module of the package is searched for docstring examples (``>>>``); each
 docstring with examples is one test, so a failure names the function. They run on
@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import importlib.util
 import pkgutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -65,3 +69,27 @@ def test_docstring_examples(test: doctest.DocTest):
     report: list[str] = []
     result = runner.run(test, out=report.append)
     assert result.failed == 0, "".join(report)
+
+
+# ---- the documentation's examples ----------------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sphinx") is None,
+                    reason="the docs' examples need the docs extra: pip install '.[docs]'")
+def test_documentation_examples(tmp_path):
+    """Every example on the docs pages prints the output the page shows.
+
+    The pages hold each example's output (``sphinx.ext.doctest``'s testcode and
+    testoutput blocks), so the HTML build runs nothing; this runs them all, as
+    ``make doctest`` does. Timings on the pages are ``...``.
+    """
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-q", "-b", "doctest",
+         str(DOCS), str(tmp_path)],
+        capture_output=True, text=True, timeout=1200)
+    report = (tmp_path / "output.txt")
+    detail = report.read_text()[-6000:] if report.exists() else proc.stdout[-6000:]
+    assert proc.returncode == 0, detail + proc.stderr[-2000:]
+    assert "0 failures in tests" in report.read_text()
