@@ -319,9 +319,9 @@ def checked_result(f: Callable, out: Any, *, scalar: bool) -> Any:
         # autograd take it
         return out.reshape(()) if isinstance(out, Var) else np.reshape(out, ())
     if scalar and shape != ():
-        raise ValueError(f"{name} must return a scalar for grad / hvp / hessian / minimize, but "
-                         f"it returned shape {shape}; reduce it (e.g. np.sum) or use jacobian "
-                         "/ vjp")
+        raise ValueError("The user-provided objective function must return a scalar value: "
+                         f"{name} returned shape {shape}; reduce it (e.g. np.sum), or use "
+                         "jacobian / vjp (grad, hvp, hessian and minimize need a scalar)")
     return out
 
 

@@ -339,7 +339,33 @@ def walk_captures(fun: Callable) -> tuple[Guard | None, list[Any]]:
     walker.walk(fun, 0)  # fun itself is held by the caller: it cannot change
     while walker.attributes():
         pass
-    return (walker.guard if walker.guard.entries else None), walker.generators
+    generators = walker.generators
+    for g in _generators_near(fun):  # also where the walk does not go (library code)
+        if all(g is not seen for seen in generators):
+            generators.append(g)
+    return (walker.guard if walker.guard.entries else None), generators
+
+
+def _generators_near(fun: Any) -> list[Any]:
+    """Random number generators in ``fun``'s closure cells, defaults, the globals its code
+    names and its bound instance's attributes (one level, whoever's code it is)."""
+    fn = getattr(fun, "__func__", fun)
+    found: list[Any] = []
+    values: list[Any] = list(vars(fun.__self__).values()) if hasattr(
+        getattr(fun, "__self__", None), "__dict__") else []
+    if isinstance(fn, types.FunctionType):
+        for cell in fn.__closure__ or ():
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:
+                pass
+        values += list(fn.__defaults__ or ())
+        g = fn.__globals__
+        values += [g[name] for name in _code_names(fn.__code__) if name in g]
+    for v in values:
+        if isinstance(v, _GENERATORS):
+            found.append(v)
+    return found
 
 
 __all__ = ["Guard", "find_captures", "same_contents", "walk_captures"]
