@@ -108,10 +108,10 @@ def least_squares(fun: Callable, x0: Any, jac: Any = None, bounds: Any = (-np.in
     Raises
     ------
     TypeError
-        When ``fun`` is not callable, or ``jac`` is neither callable nor a scipy
-        finite-difference scheme.
+        When ``fun`` is not callable.
     ValueError
-        As scipy raises for bad keywords or points.
+        When ``jac`` is neither callable nor a scipy finite-difference scheme (as
+        scipy raises), and as scipy raises for bad keywords or points.
 
     Warns
     -----
@@ -142,8 +142,8 @@ def least_squares(fun: Callable, x0: Any, jac: Any = None, bounds: Any = (-np.in
                     if value is not None})
     if jac is not None:
         if not (callable(jac) or (isinstance(jac, str) and jac in _SCIPY_JAC_METHODS)):
-            raise TypeError(f"jac must be a callable or one of {_SCIPY_JAC_METHODS}, got "
-                            f"{jac!r}; omit it to let newtonad supply the exact Jacobian")
+            raise ValueError(f"jac must be a callable or one of {_SCIPY_JAC_METHODS}, got "
+                             f"{jac!r}; omit it to let newtonad supply the exact Jacobian")
         res = _scipy()(fun, x0, jac=jac, args=args, **options)
         res.jac_mode, res.jac_sparsity = "user", None
         return res

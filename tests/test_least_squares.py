@@ -182,7 +182,7 @@ def test_bad_input_is_named():
     p = problems.get("box-3d")
     with pytest.raises(TypeError, match="fun must be callable"):
         nad.least_squares(None, p.x0)
-    with pytest.raises(TypeError, match="jac must be a callable"):
+    with pytest.raises(ValueError, match="jac must be a callable"):
         nad.least_squares(p.residuals, p.x0, jac="4-point")
     with pytest.raises(ValueError, match="at most 1 dimension"):
         nad.least_squares(p.residuals, np.ones((3, 1)))
