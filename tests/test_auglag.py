@@ -1,0 +1,130 @@
+"""method="auglag": the augmented-Lagrangian method on problems with known solutions.
+
+Every Hock–Schittkowski problem of newtonad.problems.constrained is solved to its published
+optimum; multipliers follow scipy trust-constr's sign convention (checked against
+trust-constr itself); the scalable problems' solutions known by construction are found;
+bad input is refused with a message that names the fix.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy.optimize import Bounds, LinearConstraint, NonlinearConstraint, minimize
+
+from newtonad.problems import constrained
+from newtonad.solvers.auglag import minimize_auglag
+
+HS = [name for name in constrained.names() if name.startswith("hs")]
+
+
+@pytest.mark.parametrize("name", HS)
+def test_hock_schittkowski_problem_solved_to_its_published_optimum(name):
+    p = constrained.get(name)
+    res = minimize_auglag(p.fun, p.x0, constraints=p.constraints, bounds=p.bounds)
+    assert res.success, res.message
+    assert res.constr_violation <= 1e-7
+    assert p.violation(res.x) <= 1e-7
+    assert res.fun == pytest.approx(p.fstar, abs=1e-6 * (1 + abs(p.fstar)))
+    assert res.outer_iterations == len(res.inner_iterations)
+    assert res.nit == sum(res.inner_iterations) and res.nhev > 0
+
+
+@pytest.mark.parametrize("name", ["hs071", "hs043", "hs042"])
+def test_multipliers_are_trust_constr_s(name):
+    p = constrained.get(name)
+    res = minimize_auglag(p.fun, p.x0, constraints=p.constraints, bounds=p.bounds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = minimize(p.fun, p.x0, method="trust-constr", constraints=p.constraints,
+                       bounds=p.bounds, options={"gtol": 1e-10, "xtol": 1e-12})
+    for ours, theirs in zip(res.v, ref.v):
+        assert_allclose(ours, theirs, atol=2e-4)
+
+
+def test_old_dict_form_gives_the_same_answer_as_nonlinear_constraint():
+    p = constrained.get("hs071")
+    as_dicts = [{"type": "ineq", "fun": lambda x: np.stack([x[0] * x[1] * x[2] * x[3] - 25.0])},
+                {"type": "eq", "fun": lambda x, c: np.stack([np.sum(x ** 2) - c]),
+                 "args": (40.0,)}]
+    res = minimize_auglag(p.fun, p.x0, constraints=as_dicts, bounds=p.bounds)
+    assert res.success
+    assert_allclose(res.x, p.xstar, atol=1e-5)
+
+
+def test_two_sided_rows_and_a_linear_constraint_with_a_sparse_matrix():
+    # min (x - 3)^2 + (y - 3)^2 with 1 <= x + y <= 2 (a sparse row) and -1 <= x - y <= 1
+    from scipy.sparse import csr_array
+
+    def fun(z):
+        return np.sum((z - 3.0) ** 2)
+
+    sum_row = LinearConstraint(csr_array(np.array([[1.0, 1.0]])), 1.0, 2.0)
+    diff = NonlinearConstraint(lambda z: np.stack([z[0] - z[1]]), -1.0, 1.0)
+    res = minimize_auglag(fun, np.array([0.0, 0.0]), constraints=[sum_row, diff])
+    assert res.success
+    assert_allclose(res.x, [1.0, 1.0], atol=1e-6)
+    # the upper side of the sum is active: grad f + J^T v = 0 gives v = 4 on that row
+    assert_allclose(res.v[0], [4.0], atol=1e-5)
+    assert_allclose(res.v[1], [0.0], atol=1e-6)
+
+
+@pytest.mark.parametrize("name, n", [("chained-rosenbrock-trig-exp", 200),
+                                     ("loaded-surface-volume", 256), ("cubic-control", 100)])
+def test_scalable_problem_reaches_the_solution_known_by_construction(name, n):
+    p = constrained.get(name, n)
+    res = minimize_auglag(p.fun, p.x0, constraints=p.constraints, bounds=p.bounds)
+    assert res.success, res.message
+    assert_allclose(res.x, p.xstar, atol=1e-5)
+    assert res.fun == pytest.approx(p.fstar, abs=1e-7 * (1 + abs(p.fstar)))
+
+
+def test_bounds_stay_bounds_at_every_subproblem():
+    # the bound x >= 2 is active at the solution and never violated on the way
+    seen = []
+    res = minimize_auglag(lambda z: np.sum(z ** 2), np.array([5.0, 5.0]),
+                          constraints=[NonlinearConstraint(lambda z: np.stack([z[0] * z[1]]),
+                                                           4.0, np.inf)],
+                          bounds=Bounds([2.0, -10.0], [10.0, 10.0]),
+                          callback=lambda intermediate_result: seen.append(
+                              intermediate_result.x.copy()))
+    assert res.success
+    assert_allclose(res.x, [2.0, 2.0], atol=1e-6)
+    assert all(x[0] >= 2.0 for x in seen) and len(seen) == res.outer_iterations
+
+
+def test_callback_stop_iteration_ends_the_run_with_status_3():
+    p = constrained.get("hs071")
+
+    def stop(intermediate_result):
+        raise StopIteration
+
+    res = minimize_auglag(p.fun, p.x0, constraints=p.constraints, bounds=p.bounds,
+                          callback=stop)
+    assert res.status == 3 and not res.success and res.outer_iterations == 1
+
+
+def test_infeasible_constraints_end_with_status_5_not_a_hang():
+    # x = 0 and x = 1 at once
+    res = minimize_auglag(lambda z: np.sum(z ** 2), np.array([0.5]),
+                          constraints=[NonlinearConstraint(lambda z: z, 0.0, 0.0),
+                                       NonlinearConstraint(lambda z: z, 1.0, 1.0)],
+                          max_penalty=1e8)
+    assert res.status == 5 and not res.success
+    assert "infeasible" in res.message
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"constraints": [NonlinearConstraint(lambda z: z, 1.0, 0.0)]}, "lb = 1.0 > ub = 0.0"),
+    ({"constraints": [NonlinearConstraint(lambda z: z, np.nan, 0.0)]}, "NaN"),
+    ({"constraints": [{"type": "less", "fun": lambda z: z}]}, "'eq' or 'ineq'"),
+    ({"bounds": [(0.0, 1.0), (0.0, 1.0)]}, "2 \\(low, high\\) pairs for 1 variables"),
+    ({"bounds": Bounds(1.0, 0.0)}, "lower bound 1.0 > upper bound 0.0"),
+    ({"gtool": 1e-6}, "no option"),
+])
+def test_bad_input_is_refused_with_the_fix(bad, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        minimize_auglag(lambda z: np.sum(z ** 2), np.array([0.5]), **bad)
