@@ -153,6 +153,8 @@ def least_squares(fun: Callable, x0: Any, jac: Any = None, bounds: Any = (-np.in
     if x0.ndim > 1:
         raise ValueError(f"x0 must have at most 1 dimension, got shape {x0.shape}; "
                          f"pass x0.ravel() and reshape inside fun")
+    if method == "lm" and jac_sparsity is not None:  # as scipy, whose default jac it is
+        raise ValueError("method='lm' does not support `jac_sparsity`.")
     residuals, data = bind_static(_bind_keywords(fun, kwargs or {}), args)
     fallback = _probe(fun, residuals, x0, args, data, kwargs or {})
     if fallback is not None:
