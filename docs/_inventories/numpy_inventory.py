@@ -59,7 +59,7 @@ def _entries() -> list[tuple[str, str]]:
 
 def _uri(name: str) -> str:
     if not name.startswith("numpy."):
-        return f"glossary.html#term-{name.replace('_', '-')}"
+        return f"glossary.html#term-{name}"
     if name.startswith("numpy.typing."):
         return f"reference/typing.html#{name}"
     return f"reference/generated/{name}.html#{name}"
