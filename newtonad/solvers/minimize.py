@@ -19,7 +19,14 @@ from .derivatives import (
     hess_kind,
     jac_kind,
 )
-from .methods import DEFAULT_METHOD, METHODS, NATIVE_METHODS, default_method, is_native
+from .methods import (
+    DEFAULT_METHOD,
+    METHODS,
+    NATIVE_METHODS,
+    default_method,
+    is_native,
+    refine_default,
+)
 from .monitor import Status, wrap_callback
 from .options import check_options_type, check_tol, parse_options
 from .problem import FlatProblem, check_x0, has_objective_protocol
@@ -227,7 +234,20 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         Without either, scipy's choice is BFGS; newtonad's is ``"trust-ncg"``
         (:data:`DEFAULT_METHOD`): with exact Hessian-vector products it takes
         Newton steps, needs no dense matrix, and copes with indefinite
-        Hessians, so it scales to large ``n``.
+        Hessians, so it scales to large ``n``. From ``n = 10 000`` on, when
+        ``fun`` gives sparse Hessians (a plain function or a newtonad
+        ``Objective``) and the options are newton-cg's, it is ``"newton-cg"``
+        with ``preconditioner="ichol"`` instead (the rule and the measurements
+        behind it: :mod:`newtonad.solvers.methods`).
+
+        ``"tron"`` is the bound-constrained trust-region Newton method of Lin
+        & Moré (:mod:`.tron`); it handles ``bounds`` (and runs without them).
+
+        ``options={"preconditioner": None | "diagonal" | "ichol"}`` on
+        newton-cg, trust-ncg, trust-krylov and tron preconditions CG (or
+        Lanczos) with the Hessian's diagonal or its incomplete Cholesky factor,
+        formed at each iterate from one coloured HVP frame
+        (:mod:`.preconditioners`).
     jac : {callable, True, "2-point", "3-point", "cs", None}, optional
         The gradient. A callable ``jac(x, *args)`` returning an array shaped
         like ``x``; ``True``: ``fun`` returns ``(f, gradient)`` (``fun`` is
@@ -260,9 +280,12 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         products fall back to forward differences of that gradient, with a
         :class:`~newtonad.solvers.HessianFallbackWarning`.
     bounds : sequence or scipy.optimize.Bounds, optional
-        Passed to scipy (L-BFGS-B, TNC, SLSQP, trust-constr, ...). Native
-        methods are unconstrained and ignore them with a ``RuntimeWarning``,
-        as scipy's do.
+        Passed to scipy (L-BFGS-B, TNC, SLSQP, trust-constr, ...), or used by
+        ``"tron"`` (``x0`` outside is projected onto them, as L-BFGS-B does;
+        lower above upper, the wrong number or nan bounds raise ``ValueError``,
+        with scipy's messages where scipy has one). The other native methods
+        are unconstrained and ignore them with a ``RuntimeWarning``, as scipy's
+        do.
     constraints : dict, constraint object or sequence of them, optional
         Passed to scipy (SLSQP, trust-constr, COBYLA, COBYQA); constraint
         functions without a ``jac`` get AD Jacobians (and, for trust-constr,
@@ -349,6 +372,7 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         x0 = x0.reshape(1)  # as scipy's np.atleast_1d
     if not isinstance(args, tuple):
         args = (args,)
+    chosen = method is None  # newtonad's choice: refined once the objective is known
     method = choose_method(method, bounds, constraints)
     meth = "_custom" if callable(method) else str(method).lower()
     native = is_native(meth)
@@ -375,9 +399,12 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
                                             and len(constraints) == 0):
             warnings.warn(f"Method {method} cannot handle constraints.", RuntimeWarning,
                           stacklevel=2)
-        opts = parse_options(meth, options, tol)
         problem = FlatProblem(objective, x0.shape,
                               dense_hessian_count=entry.dense_hessian_count)
+        if chosen and meth == DEFAULT_METHOD:
+            meth, extra = refine_default(problem, x0.reshape(-1), options)
+            options = {**extra, **(options or {})}
+        opts = parse_options(meth, options, tol)
         res = _run_native(meth, problem, x0.reshape(-1), opts,
                           wrap_callback(callback, problem.unflatten),
                           bounds=box)

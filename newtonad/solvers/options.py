@@ -119,7 +119,8 @@ def parse_options(method: str, options: Optional[Mapping[str, Any]], tol: Option
         opts.setdefault("gtol", tol)
         if method == "newton-cg":
             opts.setdefault("xtol", tol)
-    accepted = ACCEPTED_OPTIONS[method]
+    entry = METHODS[method]  # the table itself, so that a new entry needs nothing here
+    accepted = entry.accepted
     unknown = [name for name in opts if name not in accepted]
     if unknown:
         # same text as scipy; stack level 3 points at the caller of minimize
@@ -129,6 +130,6 @@ def parse_options(method: str, options: Optional[Mapping[str, Any]], tol: Option
         _check_numeric(name, opts[name])
     if "preconditioner" in opts and "preconditioner" in accepted:
         check_preconditioner(opts["preconditioner"])
-    ignored = IGNORED_OPTIONS[method]
+    ignored = entry.ignored
     return {name: value for name, value in opts.items()
             if name in accepted and name not in ignored}
