@@ -26,9 +26,11 @@ def test_hock_schittkowski_problem_solved_to_its_published_optimum(name):
     p = constrained.get(name)
     res = minimize_auglag(p.fun, p.x0, constraints=p.constraints, bounds=p.bounds)
     assert res.success, res.message
-    assert res.constr_violation <= 1e-7
-    assert p.violation(res.x) <= 1e-7
+    assert res.constr_violation <= 1e-8
+    assert p.violation(res.x) <= 1e-8
     assert res.fun == pytest.approx(p.fstar, abs=1e-6 * (1 + abs(p.fstar)))
+    # the multipliers close the Lagrangian's gradient, bounds' entry included
+    assert np.abs(res.lagrangian_grad).max() <= 1e-6 * (1 + np.abs(res.grad).max())
     assert res.outer_iterations == len(res.inner_iterations)
     assert res.nit == sum(res.inner_iterations) and res.nhev > 0
 
@@ -115,6 +117,30 @@ def test_infeasible_constraints_end_with_status_5_not_a_hang():
                           max_penalty=1e8)
     assert res.status == 5 and not res.success
     assert "infeasible" in res.message
+    # the least violation of x = 0 and x = 1 at once is 1/2, at x = 1/2
+    assert res.constr_violation == pytest.approx(0.5, abs=1e-3)
+
+
+def test_untraceable_constraint_falls_back_with_one_kind_of_warning():
+    import newtonad as nad
+
+    def circle(z):
+        return np.array([float(z[0]) ** 2 + float(z[1]) ** 2 - 1.0])
+
+    with pytest.warns(nad.TraceFallbackWarning):
+        res = minimize_auglag(lambda z: z[0] + z[1], np.array([1.0, 0.5]),
+                              constraints=[NonlinearConstraint(circle, 0.0, 0.0)])
+    assert res.success, res.message
+    assert_allclose(res.x, [-np.sqrt(0.5)] * 2, atol=1e-5)
+
+
+def test_large_constraint_jacobian_is_returned_sparse():
+    from scipy.sparse import issparse
+
+    p = constrained.get("cubic-control", 400)
+    res = minimize_auglag(p.fun, p.x0, constraints=p.constraints)
+    (J,) = res.jac
+    assert issparse(J) and J.shape == (200, 400) and J.nnz <= 3 * 200
 
 
 @pytest.mark.parametrize("bad, match", [

@@ -50,12 +50,13 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, NonlinearConstraint, OptimizeResult
-from scipy.sparse import issparse
+from scipy.sparse import identity, issparse
 
 __all__ = ["minimize_auglag", "AUGLAG_OPTIONS", "default_preconditioner"]
 
@@ -219,7 +220,10 @@ def default_preconditioner(split: _Split, x: np.ndarray) -> Optional[str]:
     factor cut the products of every scalable problem of ``newtonad.problems.constrained``
     by 10x or more (``benchmarks/constrained_report.py``).
     """
-    entries = sum(int(np.sum(r.row_counts(x).astype(np.int64) ** 2)) for r in split.rows)
+    try:
+        entries = sum(int(np.sum(r.row_counts(x).astype(np.int64) ** 2)) for r in split.rows)
+    except Exception:  # an untraceable constraint: the fallback has no sparse Hessian
+        return None
     return "ichol" if entries <= 50 * x.size else None
 
 
@@ -299,7 +303,7 @@ def minimize_auglag(fun: Callable, x0: np.ndarray, args: tuple = (),
         without feasibility), ``success``, ``message``; plus ``outer_iterations``,
         ``inner_iterations`` (per subproblem) and ``penalty``.
     """
-    from newtonad.objective import Objective
+    from newtonad.fallback import TraceFallbackWarning
 
     from .minimize import minimize
 
@@ -350,9 +354,9 @@ def minimize_auglag(fun: Callable, x0: np.ndarray, args: tuple = (),
     inner_iterations: list[int] = []
     status, message = 0, "the maximum number of outer iterations was reached"
     optimality = math.inf
+    least = (math.inf, x.copy())  # (violation, point) of the least violation seen
     for outer in range(1, int(opts["maxiter"]) + 1):
         penalty = np.array([rho])
-        objective = Objective(lagrangian, args=(lam, mu, penalty, *args))
         inner_options = {**chosen, **(opts["inner_options"] or {}),
                          "maxiter": int(opts["inner_maxiter"]), "gtol": eps}
         if opts["max_time"] is not None:
@@ -361,8 +365,13 @@ def minimize_auglag(fun: Callable, x0: np.ndarray, args: tuple = (),
                 status, message = 4, "max_time was reached"
                 break
             inner_options["max_time"] = left
-        sub = minimize(objective, x, method=opts["inner_method"], bounds=box,
-                       options=inner_options)
+        # a plain function: minimize traces it, or (untraceable) falls back, warning once:
+        # the later subproblems fall back for the same reason
+        with warnings.catch_warnings():
+            if outer > 1:
+                warnings.simplefilter("ignore", TraceFallbackWarning)
+            sub = minimize(lagrangian, x, args=(lam, mu, penalty, *args),
+                           method=opts["inner_method"], bounds=box, options=inner_options)
         x = np.asarray(sub.x, dtype=float).ravel()
         for key in counts:
             counts[key] += int(sub.get(key, 0))
@@ -374,6 +383,8 @@ def minimize_auglag(fun: Callable, x0: np.ndarray, args: tuple = (),
         optimality = _projected_gradient_norm(sub, x, box)
         infeasible = _infeasibility(h, g, mu, rho)
         violation = _violation(h, g, x, box)
+        if violation < least[0]:
+            least = (violation, x.copy())
         if opts["disp"]:
             print(f"auglag {outer:3d}: f = {float(flat_fun(x, *args)):.8e}, violation = "
                   f"{violation:.2e}, optimality = {optimality:.2e}, penalty = {rho:.1e}, "
@@ -394,7 +405,9 @@ def minimize_auglag(fun: Callable, x0: np.ndarray, args: tuple = (),
         if infeasible > _TAU * previous:
             if rho >= opts["max_penalty"]:
                 status, message = 5, ("the penalty reached max_penalty without feasibility: "
-                                      "the constraints may be infeasible")
+                                      "the constraints may be infeasible; x is the point of "
+                                      "least violation found")
+                x = least[1]
                 break
             rho = min(_GAMMA * rho, opts["max_penalty"])
         previous = infeasible
@@ -403,12 +416,60 @@ def minimize_auglag(fun: Callable, x0: np.ndarray, args: tuple = (),
     f = float(flat_fun(x, *args))
     multipliers = split.multipliers(lam, mu)
     values = np.split(c, np.cumsum(split.sizes)[:-1]) if split.sizes else []
+    grad, jacobians = _first_derivatives(flat_fun, args, split, x)
+    lagrangian_grad = grad + sum((J.T @ v for J, v in zip(jacobians, multipliers)),
+                                 np.zeros(n))
+    if box is not None:
+        # as trust-constr: the bounds are one more constraint, x itself, whose multipliers
+        # close the Lagrangian's gradient on the active bounds
+        at_bound = (x <= box.lb) | (x >= box.ub)
+        bound_v = np.where(at_bound, -lagrangian_grad, 0.0)
+        multipliers.append(bound_v)
+        values.append(x.copy())
+        jacobians.append(identity(n, format="csr") if n * n >= _SPARSE_JACOBIAN_FROM
+                         else np.eye(n))
+        lagrangian_grad = lagrangian_grad + bound_v
     return OptimizeResult(
-        x=x.reshape(shape), fun=f, constr=values, constr_violation=_violation(h, g, x, box),
-        v=multipliers, optimality=optimality, nit=sum(inner_iterations),
-        nfev=counts["nfev"], njev=counts["njev"], nhev=counts["nhev"], status=status,
-        success=status == 1, message=message, outer_iterations=len(inner_iterations),
-        inner_iterations=inner_iterations, penalty=rho, method="auglag")
+        x=x.reshape(shape), fun=f, grad=grad.reshape(shape), constr=values, jac=jacobians,
+        lagrangian_grad=lagrangian_grad.reshape(shape),
+        constr_violation=_violation(h, g, x, box), v=multipliers, optimality=optimality,
+        nit=sum(inner_iterations), nfev=counts["nfev"], njev=counts["njev"],
+        nhev=counts["nhev"], status=status, success=status == 1, message=message,
+        outer_iterations=len(inner_iterations), inner_iterations=inner_iterations,
+        penalty=rho, execution_time=time.perf_counter() - started, method="auglag")
+
+
+#: constraint Jacobians with at least this many entries are returned sparse (CSR) when
+#: their pattern is sparse
+_SPARSE_JACOBIAN_FROM = 10_000
+
+
+def _first_derivatives(fun: Callable, args: tuple, split: _Split, x: np.ndarray
+                       ) -> tuple[np.ndarray, list[Any]]:
+    """The objective's gradient and each constraint's Jacobian at the solution, as
+    trust-constr reports them; a large Jacobian whose pattern is sparse comes as a
+    ``scipy.sparse.csr_array`` (from one coloured frame)."""
+    from newtonad.api import grad as ad_grad
+    from newtonad.api import jacobian
+
+    try:
+        gradient = np.asarray(ad_grad(fun)(x, *args), dtype=float).ravel()
+    except Exception:  # an untraceable objective (solved by the fallback): no AD gradient
+        gradient = np.full(x.size, np.nan)
+    jacobians: list[Any] = []
+    for rows in split.rows:
+        if rows.matrix is not None:
+            jacobians.append(rows.matrix)
+            continue
+        m = rows.lb.size
+        try:
+            if m * x.size >= _SPARSE_JACOBIAN_FROM:
+                jacobians.append(jacobian(rows.fun, sparse=True)(x))
+            else:
+                jacobians.append(np.asarray(jacobian(rows.fun)(x), dtype=float).reshape(m, -1))
+        except Exception:  # untraceable constraint
+            jacobians.append(np.full((m, x.size), np.nan))
+    return gradient, jacobians
 
 
 def _projected_gradient_norm(sub: OptimizeResult, x: np.ndarray, box: Optional[Bounds]) -> float:
