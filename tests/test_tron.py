@@ -211,3 +211,15 @@ def test_steihaug_cg_and_breakpoints():
     assert breakpoints(x, np.array([0.0, 0.0, 1.0]), lb, ub) == (math.inf, math.inf)
     pg = projected_gradient(np.array([-1.0, 0.5, 0.0]), np.array([2.0, -3.0, 4.0]), lb, ub)
     assert_allclose(pg, [0.0, 0.0, 4.0])
+
+
+def test_disp_table_and_max_time(capsys):
+    lb, ub = np.zeros(4), np.full(4, 0.6)
+    res = minimize(rosenbrock(), rosen_start(4), method="tron", bounds=Bounds(lb, ub),
+                   options={"disp": True})
+    out = capsys.readouterr().out
+    assert res.success and "radius" in out.splitlines()[0]
+    assert f"Iterations: {res.nit}" in out
+    stopped = minimize(rosenbrock(), rosen_start(4), method="tron", bounds=Bounds(lb, ub),
+                       options={"max_time": 0.0})
+    assert stopped.status == 4 and stopped.nit == 0 and not stopped.success
