@@ -145,6 +145,7 @@ class Objective(HessianMatrices):
         self._identity: np.ndarray | None = None  # the identity frame hess runs, when small
         # guards on what f reads outside its arguments, one per traced shape (see _check)
         self._guards: tuple = ()
+        self._fallback: Any = None  # why f is called directly (UntracedObjective), or None
 
     # the calling thread's record and runners, for inspection (the methods read _local)
     @property
@@ -176,10 +177,21 @@ class Objective(HessianMatrices):
 
     def _on_new_path(self, method: Callable, x: Any, *rest: Any) -> Any:
         """Run ``method`` again after f's branches went another way at x than on the path
-        its runners were made for: on the path that holds at x (kept, or traced there)."""
+        its runners were made for: on the path that holds at x (kept, or traced there).
+        When that path cannot be traced, on finite differences of f called directly."""
         for _ in range(PATH_RETRIES):
+            if self._fallback is not None:  # now an UntracedObjective
+                return getattr(self, method.__name__)(x, *rest)
             point = as_point(x)
-            path_at(self._traced(point), point, self.args)
+            try:
+                path_at(self._traced(point), point, self.args)
+            except GuardFailed:
+                continue
+            except Exception as error:  # noqa: BLE001 (every tracing failure, as probe)
+                try:
+                    self._untraceable(error, point)  # raises GuardFailed, or error itself
+                except GuardFailed:
+                    continue
             # every runner and point record was made on the other path
             self._local = _PerThread()
             self._runners = {}
@@ -189,9 +201,35 @@ class Objective(HessianMatrices):
                 continue
         raise RuntimeError(_NO_PATH)
 
+    def _untraceable(self, error: BaseException, x: np.ndarray) -> None:
+        """``f`` cannot be traced at x: if calling it there works, warn once and become an
+        :class:`~newtonad.objective_fallback.UntracedObjective` (then raise GuardFailed,
+        so the call runs again as one); else raise what calling it raised, or ``error``."""
+        from ._programs import find_user_stacklevel
+        from .fallback import Fallback, is_real_scalar, user_line, warn_fallback
+        from .objective_fallback import INSTEAD, UntracedObjective
+
+        value = self.f(x.copy(), *self.args)  # an error of f itself propagates
+        if not is_real_scalar(value):
+            raise error
+        fallback = Fallback(error, value, user_line(error))
+        warn_fallback(getattr(self.f, "__name__", type(self.f).__name__), fallback, INSTEAD,
+                      stacklevel=find_user_stacklevel())
+        self.__class__ = UntracedObjective
+        self._fallback = fallback
+        self._forget()
+        self._start_direct(x, value)  # type: ignore[attr-defined]
+        raise GuardFailed from error
+
     # ---- programs ----------------------------------------------------------------------
     def _traced(self, x: np.ndarray) -> Traced:
-        return traced_at(self.f, x, self.args, scalar=True)
+        try:
+            return traced_at(self.f, x, self.args, scalar=True)
+        except GuardFailed:
+            raise
+        except Exception as error:  # noqa: BLE001 (every tracing failure, as probe)
+            self._untraceable(error, x)  # raises GuardFailed (now untraced) or error
+            raise
 
     def _compiled(self, x: np.ndarray, kind: str, k: int | None, make: Callable) -> tuple:
         """``(runner, data)`` for a derived program at x's shape; one dict hit per call."""
@@ -549,7 +587,12 @@ class Objective(HessianMatrices):
             except GuardFailed:  # f branches another way at x than the runners' path
                 if _tries >= PATH_RETRIES:
                     raise RuntimeError(_NO_PATH) from None
-                path_at(self._traced(x), x, self.args)
+                if self._fallback is not None:  # f cannot be traced: now untraced
+                    return self.hessp(x, V)
+                try:
+                    path_at(self._traced(x), x, self.args)
+                except GuardFailed:
+                    return self.hessp(x, V)  # _traced fell back
                 self._local = _PerThread()  # runners and records of the other path
                 self._runners = {}
                 linear.clear()
@@ -647,6 +690,12 @@ class Objective(HessianMatrices):
             return HessianMatrices.hess(self, x)
         except GuardFailed:  # f branches another way at x
             return self._on_new_path(HessianMatrices.hess, x)
+
+    def hess_sparsity(self, x: Any, max_nnz: int | None = None) -> Any:  # noqa: D102
+        try:
+            return HessianMatrices.hess_sparsity(self, x, max_nnz)
+        except GuardFailed:  # f cannot be traced at x
+            return self._on_new_path(HessianMatrices.hess_sparsity, x, max_nnz)
 
     def sparse_hess(self, x: Any) -> Any:  # noqa: D102 (HessianMatrices.sparse_hess's)
         try:

@@ -203,3 +203,53 @@ def test_a_closure_over_another_array_is_never_stale():
     assert_close(nad.Objective(make(b), engine="numpy").jac(x), 2 * b, 0, 0)
     a[:] = 7.0  # changed in place: the first objective sees it
     assert_close(obj.jac(x), 14 * x, 0, 0)
+
+
+# ---- Objective on a function it cannot trace ---------------------------------------------
+
+def with_float(x):
+    return math.exp(float(x[0]) - 1.0) - float(x[0]) + (x[1] - 2.0) ** 2
+
+
+def test_objective_of_an_untraceable_function_runs_on_differences_after_one_warning():
+    import scipy.optimize
+
+    x = np.array([0.5, 1.0])
+    with pytest.warns(nad.TraceFallbackWarning, match=r"float\(x\) at .*test_trace_purity"
+                      ) as record:
+        obj = nad.Objective(with_float, engine="numpy")
+        value = obj.fun(x)
+        grad, hv = obj.jac(x), obj.hessp(x, np.array([1.0, 1.0]))
+    assert len(record) == 1 and record[0].filename == __file__
+    assert value == with_float(x)
+    assert_close(grad, [math.exp(-0.5) - 1.0, -2.0], 0, 1e-6)
+    assert_close(hv, [math.exp(-0.5), 2.0], 0, 1e-3)
+    assert_close(obj.hess(x), np.diag([math.exp(-0.5), 2.0]), 0, 1e-3)
+    res = scipy.optimize.minimize(obj.fun, x, jac=obj.jac, hessp=obj.hessp, method="trust-ncg")
+    assert_close(res.x, [1.0, 2.0], 0, 1e-5)
+    with pytest.raises(nad.TracerBoolError):  # the derivative functions still refuse
+        nad.grad(with_float, engine="numpy")(x)
+
+
+def test_objective_falls_back_when_a_later_path_cannot_be_traced():
+    def g(x):
+        if x[0] > 0:
+            return np.sum(x ** 2)
+        return float(x[0]) ** 2 + x[1] ** 2   # only this path is untraceable
+
+    obj = nad.Objective(g, engine="numpy")
+    assert_close(obj.jac(np.array([1.0, 1.0])), [2.0, 2.0], 0, 0)  # traced: exact
+    with pytest.warns(nad.TraceFallbackWarning, match="float"):
+        grad = obj.jac(np.array([-1.0, 1.0]))
+    assert_close(grad, [-2.0, 2.0], 0, 1e-6)
+    assert obj.fun(np.array([-1.0, 3.0])) == 10.0
+
+
+def test_objective_of_a_stochastic_function_draws_every_call():
+    def noisy(x):
+        return np.sum(x ** 2) + 1e-3 * np.random.rand()
+
+    with pytest.warns(nad.TraceFallbackWarning, match="random"):
+        obj = nad.Objective(noisy, engine="numpy")
+        values = {obj.fun(np.full(2, t)) for t in np.linspace(0.0, 1.0, 5)}
+    assert len(values) == 5 and obj.nfev >= 5
