@@ -156,3 +156,12 @@ def test_bad_preconditioner_options():
     with pytest.raises(ValueError, match="sparse matrix, which a newtonad Objective gives"):
         minimize(quadratic(np.eye(2), np.ones(2)), np.zeros(2), method="trust-ncg",
                  options={"preconditioner": "ichol"})
+
+
+def test_dense_hessians_are_refused():
+    def f(x):  # every variable coupled with every other: a dense Hessian
+        return np.sum(x) ** 2 + np.sum(x ** 2)
+
+    with pytest.raises(ValueError, match="too dense"):
+        nad.minimize(nad.Objective(f, engine="numpy"), np.ones(1100), method="newton-cg",
+                     options={"preconditioner": "diagonal"})

@@ -198,8 +198,7 @@ def refine_default(problem: Any, x0: Any, options: Any) -> tuple[str, dict]:
         return DEFAULT_METHOD, {}
     if any(name not in METHODS["newton-cg"].accepted for name in opts):
         return DEFAULT_METHOD, {}
-    pattern = problem.hess_sparsity(x0, max_nnz=PRECONDITION_MAX_NNZ * problem.n)
-    if pattern is None:
+    if not problem.sparse_hessian_fits(x0, PRECONDITION_MAX_NNZ * problem.n):
         return DEFAULT_METHOD, {}
     return "newton-cg", {"preconditioner": "ichol"}
 

@@ -36,6 +36,11 @@ __all__ = ["Preconditioner", "DiagonalPreconditioner", "make_preconditioner",
            "sparse_hessian_at", "restrict", "preconditioned", "precondition_products"]
 
 
+#: Hessians with more non-zeros per variable than this are refused (the pattern is found
+#: once per traced program and kept, so the test costs nothing after the first iterate)
+MAX_NNZ_PER_ROW = 512
+
+
 class Preconditioner(Protocol):
     """``M = C Cᵀ``, positive definite, seen through ``C⁻¹`` and ``C⁻ᵀ``."""
 
@@ -82,6 +87,11 @@ def sparse_hessian_at(problem: Any, x: np.ndarray) -> Any:
                          "sparse matrix, which a newtonad Objective gives (pass fun as a "
                          "plain function or nad.Objective(f)); this objective has no "
                          "sparse_hess: use preconditioner=None")
+    if not problem.sparse_hessian_fits(x, max(MAX_NNZ_PER_ROW * problem.n, 1024)):
+        raise ValueError(f"the Hessian has more than {MAX_NNZ_PER_ROW} non-zeros per "
+                         "variable: too dense for the 'diagonal' and 'ichol' "
+                         "preconditioners, which form it as a sparse matrix at each "
+                         "iterate; use preconditioner=None")
     return problem.sparse_hess(x)
 
 

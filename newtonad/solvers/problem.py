@@ -145,6 +145,8 @@ class FlatProblem:
                                            (int, np.integer))
         #: splu ordering of the sparse trust-exact path, chosen once per run
         self.sparse_ordering: str | None = None
+        #: answers of :meth:`sparse_hessian_fits` by ``max_nnz``
+        self._sparse_fits: dict[int, bool] = {}
 
     # -- shapes ---------------------------------------------------------------
     def unflatten(self, x: np.ndarray) -> np.ndarray:
@@ -283,6 +285,14 @@ class FlatProblem:
             return pattern(self.unflatten(x), max_nnz=max_nnz)
         except PatternTooDense:
             return None
+
+    def sparse_hessian_fits(self, x: np.ndarray, max_nnz: int) -> bool:
+        """Whether the objective gives sparse Hessians with at most ``max_nnz`` non-zeros
+        (its pattern found once; the answer is kept for the run)."""
+        known = self._sparse_fits.get(max_nnz)
+        if known is None:
+            known = self._sparse_fits[max_nnz] = self.hess_sparsity(x, max_nnz) is not None
+        return known
 
     def note_nonfinite_hessian(self) -> None:
         """Record that the Hessian at the current point had nan or inf in it."""
