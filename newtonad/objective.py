@@ -693,6 +693,10 @@ class Objective(HessianMatrices):
 
     def hess_sparsity(self, x: Any, max_nnz: int | None = None) -> Any:  # noqa: D102
         try:
+            point = self._check(x)
+            traced = self._traced(point)
+            if traced.check is not None and not traced.holds(point, self.args):
+                path_at(traced, point, self.args)  # the pattern of the path x takes
             return HessianMatrices.hess_sparsity(self, x, max_nnz)
         except GuardFailed:  # f cannot be traced at x
             return self._on_new_path(HessianMatrices.hess_sparsity, x, max_nnz)

@@ -253,3 +253,20 @@ def test_more_paths_than_kept_warn_once_and_stay_right():
 def test_array_truth_value_is_ambiguous():
     with pytest.raises(ValueError, match="ambiguous.*np.any"):
         nad.grad(lambda x: np.sum(x) if x > 0 else 0.0, engine="numpy")(np.ones(3))
+
+
+def test_hessian_sparsity_is_that_of_the_path_at_the_point():
+    def coupled(x):
+        if x[0] > 0:
+            return x[0] * x[1] + x[2] ** 2   # couples x0 and x1
+        return x[0] ** 2 + x[1] ** 2 + x[2] ** 2
+
+    obj = nad.Objective(coupled, engine="numpy")
+    obj.fun(np.array([1.0, 1.0, 1.0]))
+    assert obj.hess_sparsity(np.array([-1.0, 1.0, 1.0])).toarray()[0, 1] == 0
+    assert obj.hess_sparsity(np.array([1.0, 1.0, 1.0])).toarray()[0, 1]
+    sparse = nad.Objective(coupled, engine="numpy", sparse=True)
+    for x in (np.array([1.0, 2.0, 3.0]), np.array([-1.0, 2.0, 3.0])):
+        dense = nad.hessian(coupled, engine="numpy")(x)
+        assert_close(sparse.hess(x).toarray(), dense, 0, 0)
+        assert_close(nad.hessian(coupled, sparse=True, engine="numpy")(x).toarray(), dense, 0, 0)
