@@ -14,6 +14,7 @@ import pytest
 
 import newtonad as nad
 from newtonad import _programs as programs
+from newtonad import api
 from newtonad._programs import TRACES, Paths, PathsWarning
 
 from .helpers import assert_close
@@ -181,7 +182,9 @@ def test_a_loop_whose_count_depends_on_a_value():
     (implicit, np.array([0.5, 0.0]), IMPLICIT_MIN),
 ], ids=["huber", "clipped", "newton-while"])
 def test_native_methods_solve_piecewise_objectives_with_few_traces(f, start, optimum, method,
-                                                                  traces):
+                                                                  traces, monkeypatch):
+    monkeypatch.setattr(api, "DEFAULT_ENGINE", "numpy")  # no compiles: paths are the point
+
     def g(x):  # a new function per case: its own traces
         return f(x)
 
