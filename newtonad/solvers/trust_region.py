@@ -413,6 +413,11 @@ def _trust_region_loop(problem: FlatProblem, x0: np.ndarray,
         predicted = m.predicted_decrease(p)
         pp = dot(p, p)
         step_norm = radius if hits_boundary else m.step_length(p, pp)
+        if math.isfinite(predicted) and predicted <= 0.0:
+            # the model promises no decrease (rounding: the subproblems cannot give
+            # it otherwise); scipy's test and stop ("failure to predict improvement")
+            status = Status.NO_PROGRESS
+            break
         rho = -math.inf  # also for a step or a model that is not finite: shrink
         if predicted > 0.0 and math.isfinite(predicted) and math.isfinite(pp):
             x_new = x + p

@@ -1,0 +1,59 @@
+"""Native trust-region methods beside scipy's methods of the same name.
+
+On MGH's rank-deficient linear problems (#33, #34) the Hessian is rank one with
+an eigenvalue near 1e14 at n = 200, so the gradient at the minimum is rounding
+noise far above ``gtol`` and no method can meet the gradient test. scipy's
+trust-region driver stops when the model predicts no decrease; the native driver
+must stop there too (or when its accepted steps are below f's rounding and leave
+the gradient as it was) instead of running to ``maxiter``. Both sides are fed
+the same ``nad.Objective``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize as scipy_minimize
+
+import newtonad as nad
+from newtonad import problems
+
+N = 200
+MAXITER = 300
+
+
+@pytest.fixture(scope="module", params=["linear-rank-1", "linear-rank-1-zero"])
+def rank_one(request):
+    p = problems.get(request.param, N)
+    return p, nad.Objective(p.fun)
+
+
+def _scipy(obj, p, method):
+    derivative = {"hess": obj.hess} if method == "trust-exact" else {"hessp": obj.hessp}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return scipy_minimize(obj.fun, p.x0, jac=obj.jac, method=method,
+                              options={"maxiter": MAXITER}, **derivative)
+
+
+@pytest.mark.parametrize("method", ["trust-exact"])
+def test_singular_hessian_stops_within_twice_scipys_iterations(rank_one, method):
+    p, obj = rank_one
+    theirs = _scipy(obj, p, method)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ours = nad.minimize(obj, p.x0, method=method, options={"maxiter": MAXITER})
+    # the noise floor: neither side meets gtol, and scipy stops on its rho test
+    assert theirs.status == 2 and np.linalg.norm(theirs.jac) > 1e-5
+    assert ours.nit <= 2 * max(theirs.nit, 1), (ours.nit, theirs.nit, ours.message)
+    assert ours.status == 2 and not ours.success
+    assert ours.message == "Desired error not necessarily achieved due to precision loss."
+    # at the minimum value all the same: MGH's f* = m (m - 1) / (2 (2m + 1)) for
+    # #33 and (m^2 + 3m - 6) / (2 (2m - 3)) for #34, with m = 2n residuals
+    m = 2 * N
+    fstar = (m * (m - 1) / (2 * (2 * m + 1)) if p.name == "linear-rank-1"
+             else (m * m + 3 * m - 6) / (2 * (2 * m - 3)))
+    assert ours.fun == pytest.approx(fstar, rel=1e-12)
+    assert theirs.fun == pytest.approx(fstar, rel=1e-12)
