@@ -28,11 +28,15 @@ The default for ``method=None`` (:func:`default_method`, then :func:`refine_defa
   preconditioner.
 
 Measured with ``benchmarks/preconditioner_report.py`` (exact derivatives, numba engine,
-this 2-core machine under load): on minimal-surface trust-ncg takes 1485 iterations at
-n = 10 000 (7.2 s) and its products per Newton step grow with the grid, while newton-cg
-with ichol takes 10 (0.35 s, 19 products per step) and 13 at n = 65 536 (36 products per
-step, against 578 for unpreconditioned newton-cg); below n = 10 000 the factorisation's
-fixed cost per iteration outweighs the products it saves on most of the problem set.
+this 2-core machine under load, so times are rough): on minimal-surface trust-ncg takes
+1485 iterations at n = 10 000 (7.2 s) and its products per Newton step grow with the
+grid, while newton-cg with ichol takes 10 (0.35 s, 19 products per step), and 13 at
+n = 65 536 (36 products per step against 578 for unpreconditioned newton-cg); on
+broyden-tridiagonal at n = 10 000, 5 iterations against trust-ncg's 11 in about the same
+time. On chained Rosenbrock at n = 10 000 none of trust-ncg, newton-cg or newton-cg with
+ichol converged within 3000 iterations, and the factorisation made each iteration about
+8 times dearer. On the small problems (n <= 1000: arwhead, bard, beale, biggs-exp6,
+box-3d) the factorisation never paid, hence the threshold.
 Each method, the scipy ones included, stays available by name.
 """
 
