@@ -38,7 +38,7 @@ def _scipy(obj, p, method):
                               options={"maxiter": MAXITER}, **derivative)
 
 
-@pytest.mark.parametrize("method", ["trust-exact"])
+@pytest.mark.parametrize("method", ["trust-ncg", "trust-krylov", "trust-exact"])
 def test_singular_hessian_stops_within_twice_scipys_iterations(rank_one, method):
     p, obj = rank_one
     theirs = _scipy(obj, p, method)

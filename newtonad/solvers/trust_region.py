@@ -419,15 +419,20 @@ def _trust_region_loop(problem: FlatProblem, x0: np.ndarray,
             status = Status.NO_PROGRESS
             break
         rho = -math.inf  # also for a step or a model that is not finite: shrink
+        unmeasurable = stalled = False
         if predicted > 0.0 and math.isfinite(predicted) and math.isfinite(pp):
             x_new = x + p
             f_new = problem.fun(x_new)
             if math.isfinite(f_new):
                 slack = 10.0 * _EPS * max(1.0, abs(f))
                 rho = (f - f_new + slack) / (predicted + slack)
+                unmeasurable = predicted <= slack  # below f's rounding: rho ~ 1 by the slack
         if rho > eta:
             g_new = problem.jac(x_new)
             gg = dot(g_new, g_new)  # finite unless g is (or overflows when squared)
+            # an unmeasurable step that does not shrink |g| by 10% either: rounding noise
+            # (a singular Hessian's noise floor above gtol), where scipy stops on rho
+            stalled = unmeasurable and gg >= 0.81 * m.jac_mag * m.jac_mag
             if math.isfinite(gg) or np.isfinite(g_new).all():
                 x, f = x_new, f_new
                 x_bound += 2.0 * step_norm  # (boundary steps may overshoot a little)
@@ -445,8 +450,8 @@ def _trust_region_loop(problem: FlatProblem, x0: np.ndarray,
             break
         if converged(m.jac_mag, gtol):
             status = Status.SUCCESS
-        elif (status is None and radius <= 1e-15 * max(1.0, x_bound)
-              and radius <= 1e-15 * max(1.0, norm(x))):
+        elif status is None and (stalled or (radius <= 1e-15 * max(1.0, x_bound)
+                                             and radius <= 1e-15 * max(1.0, norm(x)))):
             status = Status.NO_PROGRESS
     returns_hess = getattr(m, "returns_hess", False)
     if status is Status.MAX_TIME and not m.has_hess:
