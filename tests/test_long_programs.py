@@ -76,6 +76,24 @@ def test_resized_frames_equal_derived_frames(name):
             assert resized == tf._DIRECT[kind](program, k), (kind, k)
 
 
+def test_new_frame_width_of_a_stack_of_more_rows_than_the_smallest_template_width():
+    # the transpose of a 70-row stack slices rows 0..69: a template width among them
+    # would be resized where it is a row index, not a frame axis
+    f, x = make_recurrence(blocks=70, stages=1, width=1)
+    program = trace_function(f, [Slot(x.shape)]).program
+    assert tf._template_width(program) > 70
+    rng = np.random.default_rng(2)
+    V = rng.standard_normal((x.size, 4))
+    first = nad.hvp(f, x, V[:, :2], engine="numpy")
+    before = _derivations("hvp")
+    HV = nad.hvp(f, x, V, engine="numpy")
+    assert _derivations("hvp") == before
+    assert_close(HV[:, :2], first, 1e-12, 1e-12, "width 4 against width 2")
+    for j in range(4):  # each column against the product with one direction
+        assert_close(HV[:, j], nad.hvp(f, x, V[:, j], engine="numpy"), 1e-12, 1e-12, f"col {j}")
+    assert tf._framed("hvp", program, 3) == tf._DIRECT["hvp"](program, 3)
+
+
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_second_objective_derives_nothing(name):
     f, x = SMALL[name]()

@@ -16,6 +16,7 @@ step), with less work per step:
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any, Sequence
 
 import numpy as np
@@ -24,6 +25,8 @@ from .primitives.core import const_p
 from .program import Program, Slot, Step
 from .trace import const_params
 from .var import Op, Var, bind
+
+_id = attrgetter("id")
 
 
 def rebind(step: Step, args: Sequence[Any], slots: Sequence[Slot]) -> Any:
@@ -103,7 +106,6 @@ def build(inputs: Sequence[Var], outputs: Sequence[Var]) -> Program:
         slot_of[v.id] = len(slots)
         slots.append(v.aval)
     n_inputs = len(slots)
-    get = slot_of.get
     new_step = tuple.__new__  # Step(...) without the named tuple's Python-level __new__
     for root in outputs:
         if root.id in slot_of:
@@ -133,7 +135,7 @@ def build(inputs: Sequence[Var], outputs: Sequence[Var]) -> Program:
                 if op is None:
                     raise RuntimeError("a transform produced a program with free variables")
                 primitive, params = op.primitive, op.params
-                in_slots = tuple([get(a.id) for a in op.args])
+                in_slots = tuple(map(slot_of.__getitem__, map(_id, op.args)))
             key_params = tuple(sorted(params.items())) if params else ()
             key = (primitive, in_slots, key_params)
             out = memo.get(key)

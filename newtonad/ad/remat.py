@@ -74,9 +74,15 @@ def slot_kinds(program: Program, known: Sequence[bool]) -> dict[int, str]:
     for i, is_known in zip(program.inputs, known):
         kind[i] = "known" if is_known else "unknown"
     for step in program.steps:
-        kinds = {kind[i] for i in step.inputs}
-        kind[step.output] = ("unknown" if "unknown" in kinds else
-                             "known" if "known" in kinds else "const")
+        out = "const"
+        for i in step.inputs:  # a loop, not a set per step: this runs on every step of a pass
+            k = kind[i]
+            if k == "unknown":
+                out = k
+                break
+            if k == "known":
+                out = k
+        kind[step.output] = out
     return kind
 
 

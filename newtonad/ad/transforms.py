@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import math
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -32,7 +33,7 @@ from .program import ArrayConst, Program, Slot, Step, output_slot
 from .rebuild import build, rebind
 from .remat import choose as choose_residuals
 from .remat import slot_kinds
-from .var import Var, bind, is_float, new_tracer
+from .var import Var, bind, new_tracer
 
 #: Derivations made, by kind (``value_and_grad``, ``hvp``, ...): tests and benchmarks count
 #: them to see that a cache served a request instead.
@@ -59,7 +60,7 @@ def interpret(program: Program, args: Sequence[Any]) -> list[Any]:
     env: dict[int, Any] = dict(zip(program.inputs, args))
     slots = program.slots
     for step in program.steps:
-        env[step.output] = rebind(step, [env[i] for i in step.inputs], slots)
+        env[step.output] = rebind(step, [*map(env.__getitem__, step.inputs)], slots)
     return [env[i] for i in program.outputs]
 
 
@@ -73,6 +74,12 @@ def frame_slot(slot: Slot, k: int | None) -> Slot:
     ``k=None`` means a single direction without a frame axis (shape ``s``).
     """
     return Slot(slot.shape + (() if k is None else (k,)), "float64")
+
+
+@functools.lru_cache(maxsize=None)
+def _is_float(dtype: str) -> bool:
+    """Whether a slot of dtype name ``dtype`` carries tangents (``var.is_float``)."""
+    return np.dtype(dtype).kind == "f"
 
 
 def _fit(t: Any, shape: tuple[int, ...]) -> Any:
@@ -109,15 +116,23 @@ def jvp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,),
     env: dict[int, Any] = dict(zip(program.inputs, primals))
     tenv: dict[int, Any] = {program.inputs[i]: t for i, t in zip(wrt, tangents_in)}
     frame = Frame(k)  # every rule is told how its tangents are laid out
+    slots, cols = program.slots, frame.cols
     for step in program.steps:
-        args = [env[i] for i in step.inputs]
-        out = rebind(step, args, program.slots)
+        ins = step.inputs
+        args = [*map(env.__getitem__, ins)]
+        out = rebind(step, args, slots)
         env[step.output] = out
-        tangents = [tenv.get(i) for i in step.inputs]
-        if any(t is not None for t in tangents) and is_float(program.slots[step.output]):
-            t_out = step.primitive.jvp(frame, args, tangents, out, **step.kwargs)
+        tangents = [*map(tenv.get, ins)]
+        for t in tangents:
+            if t is not None:
+                break
+        else:
+            continue  # no input has a tangent (compared by identity: Var's == is traced)
+        out_slot = slots[step.output]
+        if _is_float(out_slot.dtype):
+            t_out = step.primitive.jvp(frame, args, tangents, out, **dict(step.params))
             if t_out is not None:
-                tenv[step.output] = _fit(t_out, frame_slot(program.slots[step.output], k).shape)
+                tenv[step.output] = _fit(t_out, out_slot.shape + cols)
     outs = [env[i] for i in program.outputs]
     touts = [tenv[i] if i in tenv else zeros(frame_slot(program.slots[i], k).shape)
              for i in program.outputs]
@@ -152,7 +167,7 @@ def fold_scalings(program: Program, known: Sequence[bool],
     env: dict[int, Any] = dict(zip(program.inputs, roots))
     scaled: dict[int, tuple[Any, Any]] = {}  # slot -> (unknown base, known factor)
     for step in program.steps:
-        args = [env[i] for i in step.inputs]
+        args = [*map(env.__getitem__, step.inputs)]
         scaling = step.primitive.algebra.scaling
         split = None
         if kind[step.output] == "unknown" and scaling is not None:
@@ -219,7 +234,7 @@ def _known_half(program: Program, split: _Split, roots: Sequence[Any], n_known_o
     env = dict(zip(split.known_in, roots))
     for step in program.steps:
         if kind[step.output] != "unknown":
-            env[step.output] = apply(step, [env[i] for i in step.inputs], slots)
+            env[step.output] = apply(step, [*map(env.__getitem__, step.inputs)], slots)
     return [env[i] for i in program.outputs[:n_known_outputs]] + [env[i] for i in split.residuals]
 
 
@@ -235,7 +250,7 @@ def _unknown_half(program: Program, split: _Split, n_known_outputs: int,
         | dict(zip(split.unknown_in, lin_roots))
     for step in program.steps:
         if step.output not in env and (kind[step.output] != "known" or step.output in recomputed):
-            env[step.output] = apply(step, [env[i] for i in step.inputs], slots)
+            env[step.output] = apply(step, [*map(env.__getitem__, step.inputs)], slots)
     return _build(given_roots + res_roots + lin_roots,
                   [env[i] for i in program.outputs[n_known_outputs:]])
 
@@ -303,7 +318,7 @@ def transpose_program(program: Program, linear: Sequence[bool]) -> Program:
             lin_slots.add(step.output)
             linear_steps.append(step)
         else:
-            env[step.output] = rebind(step, [env[i] for i in step.inputs], program.slots)
+            env[step.output] = rebind(step, [*map(env.__getitem__, step.inputs)], program.slots)
 
     ct_env: dict[int, Any] = {}
     for i, ct in zip(program.outputs, cts_in):
@@ -461,8 +476,8 @@ def _framed(kind: str, program: Program, k: int | None) -> Any:
     the frame axes of one template width's program instead of deriving again.
 
     The template width (:func:`_template_width`) is a length no axis or parameter of
-    ``program`` has, so every axis of that length in the derived program is a frame
-    axis. Width 1 and no frame axis (``None``) are derived as they are: their
+    ``program`` has or is above, so every axis of that length in the derived program is
+    a frame axis. Width 1 and no frame axis (``None``) are derived as they are: their
     programs are not a resized frame program (size-1 axes broadcast).
     """
     if k is None or k < 2:
@@ -483,21 +498,35 @@ def _rewidthed(kind: str, program: Program, k: int) -> Any:
     return out
 
 
-#: Candidate template widths: primes, so that products of a program's lengths are unlikely
-#: to meet one.
-_WIDTHS = (61, 67, 71, 73, 79, 83, 89, 97, 101, 103, 107, 109, 113, 127, 131, 137, 139)
+#: The smallest template width: a prime, so that products of a program's lengths are
+#: unlikely to meet it.
+_MIN_WIDTH = 61
+
+
+def _is_prime(n: int) -> bool:
+    return n > 1 and all(n % d for d in range(2, math.isqrt(n) + 1))
 
 
 @functools.lru_cache(maxsize=32)
 def _template_width(program: Program) -> int:
-    """The first of :data:`_WIDTHS` that no axis length and no integer parameter of
-    ``program`` equals (0 when all do: frames are then always derived)."""
-    used: set[int] = set()
+    """The smallest prime of at least :data:`_MIN_WIDTH` above every axis length of
+    ``program`` and equal to none of its integer parameters.
+
+    Above the lengths, not only different from them: the derived programs hold integers
+    the program does not, such as the row indices of the slices that transpose a stack
+    of many rows, and each of those is at most an axis length. A prime is no product of
+    two lengths either.
+    """
+    lengths = {_MIN_WIDTH - 1}
     for slot in program.slots:
-        used.update(slot.shape)
+        lengths.update(slot.shape)
+    used: set[int] = set()
     for step in program.steps:
         _integers(step.params, used)
-    return next((w for w in _WIDTHS if w not in used), 0)
+    width = max(lengths) + 1
+    while width in used or not _is_prime(width):
+        width += 1
+    return width
 
 
 def _integers(value: Any, into: set[int]) -> None:
@@ -545,14 +574,14 @@ def rewidth(program: Program, old: int, new: int) -> Program | None:
     slots = tuple(s if old not in s.shape else
                   Slot(tuple(new if n == old else n for n in s.shape), s.dtype)
                   for s in program.slots)
+    resized = [old in s.shape for s in program.slots]
     steps = []
     try:
         for step in program.steps:
-            params = _resized(step.params, old, new)
+            params = _resized(step.params, old, new) if step.params else ()
             if params != step.params:
                 step = Step(step.primitive, step.inputs, params, step.output)
-            elif slots[step.output] is program.slots[step.output] and all(
-                    slots[i] is program.slots[i] for i in step.inputs):
+            elif not resized[step.output] and not any([resized[i] for i in step.inputs]):
                 steps.append(step)  # nothing of it resized: its shape rule still holds
                 continue
             in_slots = tuple(slots[i] for i in step.inputs)
@@ -614,9 +643,18 @@ def _rewrite(primitive, args: list, out_aval: Slot, params: dict) -> Any:
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def _has_identities(primitive: Any) -> bool:
+    """Whether :func:`_rewrite` has an identity for ``primitive`` at all."""
+    a = primitive.algebra
+    return primitive is not const_p and (
+        a.left_identity is not None or a.right_identity is not None or a.scalar_operands
+        or a.involution or a.collapses or a.noop_same_dtype)
+
+
 def _simplified_step(step: Step, args: list, slots: Sequence[Slot]) -> Any:
     """``step`` re-applied to ``args`` with the algebraic identities of :func:`_rewrite`."""
-    if step.primitive is not const_p and all(isinstance(a, Var) for a in args):
+    if _has_identities(step.primitive) and all([isinstance(a, Var) for a in args]):
         replaced = _rewrite(step.primitive, args, slots[step.output], step.kwargs)
         if replaced is not None:
             return replaced
@@ -630,7 +668,7 @@ def _simplified(program: Program, args: Sequence[Any], keep: Sequence[int] | Non
     env: dict[int, Any] = dict(zip(program.inputs, args))
     slots = program.slots
     for step in program.steps:
-        env[step.output] = _simplified_step(step, [env[i] for i in step.inputs], slots)
+        env[step.output] = _simplified_step(step, [*map(env.__getitem__, step.inputs)], slots)
     outputs = program.outputs if keep is None else [program.outputs[j] for j in keep]
     return [env[i] for i in outputs]
 
