@@ -30,6 +30,7 @@ The counters ``nfev``, ``njev`` and ``nhev`` count what was really computed.
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any, Callable, Sequence
 
@@ -203,11 +204,11 @@ class Objective(HessianMatrices):
 
     def _untraceable(self, error: BaseException, x: np.ndarray) -> None:
         """``f`` cannot be traced at x: if calling it there works, warn once and become an
-        :class:`~newtonad.objective_fallback.UntracedObjective` (then raise GuardFailed,
+        :class:`UntracedObjective` (then raise GuardFailed,
         so the call runs again as one); else raise what calling it raised, or ``error``."""
         from ._programs import find_user_stacklevel
         from .fallback import Fallback, is_real_scalar, user_line, warn_fallback
-        from .objective_fallback import INSTEAD, UntracedObjective
+        from .objective_fallback import INSTEAD
 
         value = self.f(x.copy(), *self.args)  # an error of f itself propagates
         if not is_real_scalar(value):
@@ -215,7 +216,7 @@ class Objective(HessianMatrices):
         fallback = Fallback(error, value, user_line(error))
         warn_fallback(getattr(self.f, "__name__", type(self.f).__name__), fallback, INSTEAD,
                       stacklevel=find_user_stacklevel())
-        self.__class__ = UntracedObjective
+        self.__class__ = untraced_class()
         self._fallback = fallback
         self._forget()
         self._start_direct(x, value)  # type: ignore[attr-defined]
@@ -710,3 +711,14 @@ class Objective(HessianMatrices):
     def __repr__(self) -> str:
         name = getattr(self.f, "__name__", type(self.f).__name__)
         return f"Objective({name}, nfev={self.nfev}, njev={self.njev}, nhev={self.nhev})"
+
+
+@functools.cache
+def untraced_class() -> type:
+    """``UntracedObjective``: an :class:`Objective` whose ``f`` cannot be traced, with the
+    methods of :class:`~newtonad.objective_fallback.UntracedMethods` (finite differences
+    of ``f`` called directly) before Objective's."""
+    from .objective_fallback import UntracedMethods
+
+    return type("UntracedObjective", (UntracedMethods, Objective),
+                {"__doc__": untraced_class.__doc__, "__module__": __name__})

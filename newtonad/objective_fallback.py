@@ -2,8 +2,8 @@
 
 When tracing ``f`` raises at a point where calling it works (``float(x[0])``, random
 draws, an unsupported library function, compiled code), the Objective warns once
-(:class:`~newtonad.TraceFallbackWarning`, naming the reason and the line) and becomes an
-:class:`UntracedObjective`: ``fun`` calls ``f`` as scipy calls it, the gradient is
+(:class:`~newtonad.TraceFallbackWarning`, naming the reason and the line) and becomes
+an ``UntracedObjective``: ``fun`` calls ``f`` as scipy calls it, the gradient is
 scipy's ``'2-point'`` difference of ``f`` and Hessian products are forward differences
 of that gradient (scipy's estimator, ``scipy.optimize._numdiff.approx_derivative``).
 The counters count the calls of ``f``. The derivative functions (``nad.grad``, ...)
@@ -13,14 +13,13 @@ never do this: they promise exact derivatives.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ._programs import as_frame
-from .objective import Objective
 
-__all__ = ["UntracedObjective"]
+__all__ = ["UntracedMethods"]
 
 #: The relative step of the difference of gradients in a Hessian product (see _product).
 _PRODUCT_STEP = 1e-4
@@ -35,8 +34,21 @@ def _approx_derivative() -> Callable:
     return approx_derivative
 
 
-class UntracedObjective(Objective):
-    """An Objective on finite differences of ``f`` called directly (see the module)."""
+class UntracedMethods:
+    """The methods of an Objective on finite differences of ``f`` called directly (see
+    the module): :mod:`newtonad.objective` puts them before ``Objective``'s in the class
+    ``UntracedObjective`` (so this module need not import that one)."""
+
+    # provided by the Objective
+    f: Callable
+    args: tuple
+    sparse: bool
+    nfev: int
+    njev: int
+    nhev: int
+
+    if TYPE_CHECKING:  # a stub here would come before Objective's in the class
+        def _check(self, x: Any) -> np.ndarray: ...
 
     def _start_direct(self, x: np.ndarray, value: Any) -> None:
         """Keep ``value = f(x)`` from the call that showed ``f`` evaluates."""
