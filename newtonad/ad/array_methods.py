@@ -1,23 +1,47 @@
 """The NumPy-like array methods and properties of :class:`~newtonad.ad.var.Var`.
 
 ``x.sum()``, ``x.reshape(...)``, ``x.T`` and the other methods NumPy arrays have are
-NumPy's functions of the same name applied to ``x``: each looks its implementation up in
-:mod:`.dispatch` (``FUNCTIONS[np.sum]``, ``METHODS["astype"]``), which the NumPy layer
-fills. :class:`ArrayMethods` holds them so that :mod:`.var` keeps only the graph node,
-its protocols and operators; ``Var`` inherits them. Like :mod:`.dispatch`, this module
-imports nothing else of newtonad.
+NumPy's functions of the same name applied to ``x``. Most take their arguments in the
+order of their ``np.*`` function and are generated: the NumPy layer's registration
+(``@numpy_function(np.sum, method="sum")`` in :mod:`.dispatch`) names them, and
+:func:`forwarder` installs each on :class:`ArrayMethods` as it is registered. Written here
+by hand are only the methods whose arguments differ from their function's (``reshape``,
+``transpose``, ``astype``), the properties and the methods refused. :class:`ArrayMethods`
+holds them so that :mod:`.var` keeps only the graph node, its protocols and operators;
+``Var`` inherits them. Like :mod:`.dispatch`, this module imports nothing else of newtonad.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from .dispatch import FUNCTIONS, METHODS
+from .dispatch import FUNCTIONS, METHODS, watch_methods
 
 _Array = TypeVar("_Array", bound="ArrayMethods")
 
+
+def forwarder(name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
+    """Var's method ``name``: ``x.name(*args, **kwargs)`` is ``impl(x, *args, **kwargs)``.
+
+    Its signature is ``impl``'s with the array parameter as ``self``, so ``help(x.sum)``
+    and ``inspect.signature`` show the arguments the method takes.
+    """
+    def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return impl(self, *args, **kwargs)
+    forward.__name__ = name
+    forward.__qualname__ = f"Var.{name}"
+    forward.__doc__ = f"Traced version of numpy.ndarray.{name}."
+    try:
+        params = list(inspect.signature(impl).parameters.values())
+    except (TypeError, ValueError):  # pragma: no cover - a builtin without a signature
+        return forward
+    if params and params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+        params[0] = params[0].replace(name="self")
+        forward.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return forward
 
 
 def _refused_in_place(name: str) -> Callable[..., Any]:
@@ -66,103 +90,6 @@ class ArrayMethods:
         """Traced version of numpy.ndarray.copy: the Var itself (Vars are immutable)."""
         return self
 
-    # Methods whose parameters come in the order of their np.* function: forwarded whole.
-    def sum(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.sum."""
-        return FUNCTIONS[np.sum](self, *args, **kwargs)
-
-    def mean(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.mean."""
-        return FUNCTIONS[np.mean](self, *args, **kwargs)
-
-    def prod(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.prod."""
-        return FUNCTIONS[np.prod](self, *args, **kwargs)
-
-    def max(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.max."""
-        return FUNCTIONS[np.max](self, *args, **kwargs)
-
-    def min(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.min."""
-        return FUNCTIONS[np.min](self, *args, **kwargs)
-
-    def var(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.var."""
-        return FUNCTIONS[np.var](self, *args, **kwargs)
-
-    def std(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.std."""
-        return FUNCTIONS[np.std](self, *args, **kwargs)
-
-    def cumsum(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.cumsum."""
-        return FUNCTIONS[np.cumsum](self, *args, **kwargs)
-
-    def cumprod(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.cumprod."""
-        return FUNCTIONS[np.cumprod](self, *args, **kwargs)
-
-    def argsort(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.argsort."""
-        return FUNCTIONS[np.argsort](self, *args, **kwargs)
-
-    def argmax(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.argmax."""
-        return FUNCTIONS[np.argmax](self, *args, **kwargs)
-
-    def argmin(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.argmin."""
-        return FUNCTIONS[np.argmin](self, *args, **kwargs)
-
-    def argpartition(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.argpartition."""
-        return FUNCTIONS[np.argpartition](self, *args, **kwargs)
-
-    def round(self, *args: Any, **kwargs: Any) -> Any:
-        """Traced version of numpy.ndarray.round."""
-        return FUNCTIONS[np.round](self, *args, **kwargs)
-
-    def dot(self, other):
-        """Traced version of numpy.ndarray.dot."""
-        return FUNCTIONS[np.dot](self, other)
-
-    def swapaxes(self, a, b):
-        """Traced version of numpy.ndarray.swapaxes."""
-        return FUNCTIONS[np.swapaxes](self, a, b)
-
-    def squeeze(self, axis=None):
-        """Traced version of numpy.ndarray.squeeze."""
-        return FUNCTIONS[np.squeeze](self, axis)
-
-    def clip(self, min=None, max=None):
-        """Traced version of numpy.ndarray.clip."""
-        return FUNCTIONS[np.clip](self, min, max)
-
-    def repeat(self, repeats, axis=None):
-        """Traced version of numpy.ndarray.repeat."""
-        return FUNCTIONS[np.repeat](self, repeats, axis)
-
-    def take(self, indices, axis=None):
-        """Traced version of numpy.ndarray.take."""
-        return FUNCTIONS[np.take](self, indices, axis)
-
-    def ravel(self, order="C"):
-        """Traced version of numpy.ndarray.ravel."""
-        return FUNCTIONS[np.ravel](self, order)
-
-    def flatten(self, order="C"):
-        """Traced version of numpy.ndarray.flatten."""
-        return FUNCTIONS[np.ravel](self, order)
-
-    def diagonal(self, offset=0, axis1=0, axis2=1):
-        """Traced version of numpy.ndarray.diagonal."""
-        return FUNCTIONS[np.diagonal](self, offset, axis1, axis2)
-
-    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-        """Traced version of numpy.ndarray.trace."""
-        return FUNCTIONS[np.trace](self, offset, axis1, axis2, dtype, out)
-
     def astype(self, dtype, **kwargs):
         """Traced version of numpy.ndarray.astype (other keywords are accepted and ignored)."""
         return METHODS["astype"](self, dtype)
@@ -189,4 +116,10 @@ class ArrayMethods:
                         "cannot be traced. Use np.where(condition, a, b) or a constant mask")
 
 
-__all__ = ["ArrayMethods"]
+def _install(name: str, impl: Callable[..., Any]) -> None:
+    setattr(ArrayMethods, name, forwarder(name, impl))
+
+
+watch_methods(_install)  # the methods the NumPy layer registers, as it registers them
+
+__all__ = ["ArrayMethods", "forwarder"]

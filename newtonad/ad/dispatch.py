@@ -14,13 +14,18 @@ one way: the NumPy layer imports this module, never the reverse (NumPy's own
 * :data:`SCIPY_FUNCTIONS` -- dotted public name of a SciPy Python-level function ->
   implementation (``scipy.special.logsumexp``; routed by :mod:`.scipy_dispatch`);
 * :data:`METHODS` -- named implementations Var needs that are no NumPy function
-  (``getitem``, ``astype``, folding object arrays, eager ``backward``).
+  (``getitem``, ``astype``, folding object arrays, eager ``backward``);
+* :data:`NAMESPACE` -- name in :mod:`newtonad.numpy` -> implementation;
+* :data:`ARRAY_METHODS` -- name of a Var method -> the implementation it forwards to.
+
+One registration per function: :func:`numpy_function`, applied where the function is
+defined, fills all of these at once, so adding a NumPy function touches one file.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, TypeVar
 
 import numpy as np
 
@@ -29,6 +34,97 @@ UFUNC_REDUCE: dict[str, Callable] = {}
 FUNCTIONS: dict[Any, Callable] = {}
 SCIPY_FUNCTIONS: dict[str, Callable] = {}
 METHODS: dict[str, Callable] = {}
+NAMESPACE: dict[str, Any] = {}
+ARRAY_METHODS: dict[str, Callable] = {}
+
+#: what is told of every new entry of ARRAY_METHODS (Var's mixin installs its methods so)
+_METHOD_WATCHERS: list[Callable[[str, Callable], None]] = []
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _names(value: str | Iterable[str] | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def numpy_function(*functions: Any, ufunc: str | Iterable[str] = (),
+                   reduce: str | None = None, method: str | Iterable[str] = (),
+                   name: str | Iterable[str] | None = None,
+                   scipy: str | Iterable[str] = ()) -> Callable[[_F], _F]:
+    """Register the decorated function as newtonad's version of NumPy's ``functions``.
+
+    The one registration of a function of the NumPy layer: it enters the dispatch tables
+    (what ``np.*`` calls on a traced value reach), the :mod:`newtonad.numpy` namespace
+    and Var's methods, so nothing else lists it.
+
+    Parameters
+    ----------
+    *functions : callable or None
+        NumPy's objects this implements. A ufunc goes to :data:`UFUNCS` by its name (a
+        generalised ufunc such as ``np.matmul`` also to :data:`FUNCTIONS`, through which
+        NumPy 1 dispatched it); any other function to :data:`FUNCTIONS`. ``None`` (a name
+        this NumPy lacks, ``getattr(np, "concat", None)``) is skipped.
+    ufunc : str or iterable of str, optional
+        More names in :data:`UFUNCS` (``"true_divide"``; SciPy's ufuncs such as ``"erf"``).
+    reduce : str, optional
+        The ufunc whose ``.reduce`` this implements (``"add"`` for ``sum``).
+    method : str or iterable of str, optional
+        Var methods that forward their arguments whole (``x.sum(axis=0)`` is
+        ``sum(x, axis=0)``).
+    name : str or iterable of str, optional
+        Names in :mod:`newtonad.numpy` (``"linalg.solve"`` in its ``linalg``); the
+        function's own ``__name__`` by default, ``()`` for none.
+    scipy : str or iterable of str, optional
+        Dotted public names of SciPy functions routed to it (:data:`SCIPY_FUNCTIONS`).
+
+    Returns
+    -------
+    callable
+        The decorator; it returns the function unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from newtonad.ad.dispatch import FUNCTIONS, numpy_function
+    >>> @numpy_function(np.shares_memory, name=())
+    ... def shares_memory(a, b, max_work=None):
+    ...     return False
+    >>> FUNCTIONS.pop(np.shares_memory) is shares_memory
+    True
+    """
+    def register(fn: _F) -> _F:
+        for target in functions:
+            if target is None:
+                continue
+            if isinstance(target, np.ufunc):
+                UFUNCS[target.__name__] = fn
+                if target.signature is None:
+                    continue
+            FUNCTIONS[target] = fn
+        for ufunc_name in _names(ufunc):
+            UFUNCS[ufunc_name] = fn
+        if reduce is not None:
+            UFUNC_REDUCE[reduce] = fn
+        for method_name in _names(method):
+            ARRAY_METHODS[method_name] = fn
+            for watch in _METHOD_WATCHERS:
+                watch(method_name, fn)
+        for public in _names(fn.__name__ if name is None else name):
+            NAMESPACE[public] = fn
+        for dotted in _names(scipy):
+            SCIPY_FUNCTIONS[dotted] = fn
+        return fn
+    return register
+
+
+def watch_methods(install: Callable[[str, Callable], None]) -> None:
+    """Call ``install(name, implementation)`` for each Var method registered, now and later."""
+    _METHOD_WATCHERS.append(install)
+    for method_name, fn in ARRAY_METHODS.items():
+        install(method_name, fn)
 
 
 def implements_method(*names: str) -> Callable[[Callable], Callable]:
@@ -128,6 +224,6 @@ def _hint_text(public_name: str, method: bool) -> str:
             f"{public_name}(...) through its module.")
 
 
-__all__ = ["UFUNCS", "UFUNC_REDUCE", "FUNCTIONS", "SCIPY_FUNCTIONS", "METHODS",
-           "implements_method", "is_spmatrix", "method", "qualified_name", "remember_original",
-           "scipy_caller_hint"]
+__all__ = ["ARRAY_METHODS", "FUNCTIONS", "METHODS", "NAMESPACE", "SCIPY_FUNCTIONS", "UFUNCS",
+           "UFUNC_REDUCE", "implements_method", "is_spmatrix", "method", "numpy_function",
+           "qualified_name", "remember_original", "scipy_caller_hint", "watch_methods"]

@@ -17,19 +17,22 @@ arguments, ``bind`` evaluates directly. The functions live in modules by kind:
 * :mod:`.numpy_statistics` -- sorting, order statistics, ``average``, ``linspace``,
   ``gradient``, FFT shifts.
 
-This module assembles their tables ``UFUNCS``, ``UFUNC_REDUCE`` and ``FUNCTIONS`` and
-registers them in :mod:`.dispatch`, where Var's ``__array_ufunc__`` and
-``__array_function__`` (NEP 13 / NEP 18) and its operators find them, so ordinary
-``np.*`` calls trace. It also re-exports the layer's functions: ``numpy_api.sum``,
-``from .numpy_api import getitem`` (as :mod:`newtonad.numpy`, :mod:`.numpy_linalg` and
-:mod:`.numpy_special` use them).
+Each function is registered where it is defined, once, with
+:func:`~newtonad.ad.dispatch.numpy_function` (``@numpy_function(np.sum, reduce="add",
+method="sum")``): that one line puts it in the dispatch tables of :mod:`.dispatch`, where
+Var's ``__array_ufunc__`` and ``__array_function__`` (NEP 13 / NEP 18) and its operators
+find it, so ordinary ``np.*`` calls trace; in the :mod:`newtonad.numpy` namespace; and
+among Var's methods. Importing this module loads the seven families (:mod:`.numpy_linalg`
+and :mod:`.numpy_special` build on it and are loaded by :mod:`newtonad.numpy`). It also
+re-exports the layer's functions: ``numpy_api.sum``, ``from .numpy_api import getitem``
+(as :mod:`.numpy_linalg` and :mod:`.numpy_special` use them), and keeps copies of the
+tables as these families left them (:data:`UFUNCS`, :data:`UFUNC_REDUCE`,
+:data:`FUNCTIONS`).
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-import numpy as np
 
 from . import dispatch
 from .numpy_base import astype, asvar_or_array, is_var, ndim_of  # noqa: F401
@@ -177,67 +180,9 @@ from .numpy_statistics import (  # noqa: F401
     quantile,
     sort,
 )
-from .primitives.core import shape_of
 
-UFUNCS: dict[str, Any] = {}
-FUNCTIONS: dict[Any, Any] = {}
+# ---- what the seven families registered (a copy: numpy_linalg and numpy_special add more) ----
 
-# ---- dispatch tables ----------------------------------------------------------------------
-
-for _name in ["add", "subtract", "multiply", "negative", "positive", "true_divide", "power",
-              "exp", "log", "log1p", "expm1", "sqrt", "square", "reciprocal", "sin", "cos",
-              "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "absolute", "sign",
-              "floor", "ceil", "arctan2", "less", "less_equal", "greater", "greater_equal",
-              "equal", "not_equal", "logical_and", "logical_or", "logical_not", "maximum",
-              "minimum", "log2", "log10", "exp2", "hypot", "logaddexp"]:
-    UFUNCS[_name] = globals()[_name]
-UFUNCS["divide"] = true_divide
-UFUNCS["matmul"] = matmul  # a gufunc in NumPy 2
-UFUNCS["fabs"] = absolute
-UFUNCS["fmax"] = maximum
-UFUNCS["fmin"] = minimum
-UFUNCS["conjugate"] = conjugate
-
-# ufunc.reduce on a Var (np.add.reduce, np.maximum.reduce, …)
-UFUNC_REDUCE = {"add": sum, "multiply": prod, "maximum": max, "minimum": min}
-dispatch.UFUNC_REDUCE.update(UFUNC_REDUCE)
-
-_np_functions = {
-    np.sum: sum, np.prod: prod, np.max: max, np.amax: max, np.min: min, np.amin: min,
-    np.mean: mean, np.var: var, np.std: std, np.cumsum: cumsum, np.diff: diff,
-    np.dot: dot, np.matmul: matmul, np.vdot: vdot, np.inner: inner, np.outer: outer,
-    np.einsum: einsum, np.tensordot: tensordot, np.trace: trace, np.diagonal: diagonal,
-    np.diag: diag, np.linalg.norm: norm,
-    np.reshape: reshape, np.ravel: ravel, np.transpose: transpose, np.swapaxes: swapaxes,
-    np.moveaxis: moveaxis, np.expand_dims: expand_dims, np.squeeze: squeeze,
-    np.broadcast_to: broadcast_to, np.atleast_1d: atleast_1d, np.atleast_2d: atleast_2d,
-    np.concatenate: concatenate, np.stack: stack, np.hstack: hstack, np.vstack: vstack,
-    np.flip: flip, np.roll: roll, np.tile: tile, np.repeat: repeat, np.pad: pad,
-    np.take: take, np.where: where, np.clip: clip, np.zeros_like: zeros_like,
-    np.ones_like: ones_like, np.full_like: full_like, np.empty_like: zeros_like,
-    np.copy: copy, np.shape: shape_of, np.ndim: ndim_of, np.size: lambda a, axis=None: (
-        int(np.prod(shape_of(a))) if axis is None else shape_of(a)[axis]),
-    np.result_type: lambda *args: np.result_type(*[a.dtype if is_var(a) else a for a in args]),
-}
-if hasattr(np, "concat"):
-    _np_functions[np.concat] = concatenate
-if hasattr(np, "permute_dims"):
-    _np_functions[np.permute_dims] = transpose
-FUNCTIONS.update(_np_functions)
-
-# More of the NumPy surface (sorting, order statistics, splitting, grids, fft shifts).
-FUNCTIONS.update({
-    np.cumprod: cumprod, np.sort: sort, np.argsort: argsort, np.partition: partition,
-    np.argpartition: argpartition, np.argmax: argmax, np.argmin: argmin,
-    np.take_along_axis: take_along_axis, np.median: median, np.quantile: quantile,
-    np.percentile: percentile, np.average: average, np.nansum: nansum, np.nanmean: nanmean,
-    np.split: split, np.array_split: array_split, np.hsplit: hsplit, np.vsplit: vsplit,
-    np.dsplit: dsplit, np.column_stack: column_stack, np.append: append,
-    np.atleast_3d: atleast_3d, np.flipud: flipud, np.fliplr: fliplr, np.rot90: rot90,
-    np.linspace: linspace, np.gradient: gradient, np.fft.fftshift: fftshift,
-    np.fft.ifftshift: ifftshift, np.real: real, np.imag: imag, np.angle: angle,
-    np.rollaxis: rollaxis, np.select: select,
-    **COMPLEX_FFT_REFUSALS,
-})
-dispatch.UFUNCS.update(UFUNCS)
-dispatch.FUNCTIONS.update(FUNCTIONS)
+UFUNCS: dict[str, Any] = dict(dispatch.UFUNCS)
+UFUNC_REDUCE: dict[str, Any] = dict(dispatch.UFUNC_REDUCE)
+FUNCTIONS: dict[Any, Any] = dict(dispatch.FUNCTIONS)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .dispatch import implements_method
+from .dispatch import implements_method, numpy_function
 from .primitives import elementwise as ew
 from .primitives import structural as st
 from .primitives.core import shape_of
@@ -26,9 +26,26 @@ def asvar_or_array(x: Any) -> Any:
     return x if isinstance(x, Var) else np.asarray(x)
 
 
+@numpy_function(np.ndim, name=())
 def ndim_of(x: Any) -> int:
     """The number of axes of a Var, an array or a Python number."""
     return len(shape_of(x))
+
+
+numpy_function(np.shape, name=())(shape_of)
+
+
+@numpy_function(np.size, name=())
+def size(a: Any, axis: int | None = None) -> int:
+    """Traced version of numpy.size (known while tracing)."""
+    shape = shape_of(a)
+    return int(np.prod(shape)) if axis is None else shape[axis]
+
+
+@numpy_function(np.result_type, name=())
+def result_type(*arrays_and_dtypes: Any) -> np.dtype:
+    """Traced version of numpy.result_type: a traced value counts by its dtype."""
+    return np.result_type(*[a.dtype if is_var(a) else a for a in arrays_and_dtypes])
 
 
 def is_var(x: Any) -> bool:
@@ -86,6 +103,7 @@ def to_float(x: Any) -> Any:
     return x
 
 
+@numpy_function()
 @implements_method("astype")
 def astype(x, dtype, copy=True):
     """Traced version of numpy.astype."""

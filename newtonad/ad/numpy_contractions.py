@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .dispatch import numpy_function
 from .numpy_base import (
     astype,
     asvar_or_array,
@@ -43,6 +44,7 @@ from .sparse_operands import matmul as _sparse_matmul
 _LETTERS = string.ascii_letters
 
 
+@numpy_function(np.einsum)
 def einsum(*operands, out=None, optimize=False, **kwargs):
     """Traced version of numpy.einsum.
 
@@ -158,6 +160,7 @@ def _einsum_single(term: str, out: str, x):
 
 # ---- products written as einsums ---------------------------------------------------------
 
+@numpy_function(np.dot, method="dot")
 def dot(a, b, out=None):
     """Traced version of numpy.dot (a scipy.sparse operand: its matrix product)."""
     check_no_kwargs("dot", {"out": out})
@@ -173,6 +176,7 @@ def dot(a, b, out=None):
     return la.einsum(f"{la_},{lb}->{la_[:-1] + lb[:-2] + lb[-1]}", a, b)
 
 
+@numpy_function(np.matmul)
 def matmul(a, b, out=None, **kwargs):
     """Traced version of numpy.matmul (a scipy.sparse operand: a CSR product)."""
     check_no_kwargs("matmul", {"out": out, **kwargs})
@@ -198,11 +202,13 @@ def _batch(n: int) -> str:
     return _LETTERS[26 - n:26] if n else ""  # upper letters of the lowercase range end
 
 
+@numpy_function(np.vdot)
 def vdot(a, b):
     """Traced version of numpy.vdot."""
     return la.einsum("i,i->", ravel(a), ravel(b))
 
 
+@numpy_function(np.inner)
 def inner(a, b):
     """Traced version of numpy.inner."""
     if ndim_of(a) == 0 or ndim_of(b) == 0:
@@ -213,12 +219,14 @@ def inner(a, b):
     return la.einsum(f"{sa},{sb}->{sa[:-1] + sb[:-1]}", a, b)
 
 
+@numpy_function(np.outer)
 def outer(a, b, out=None):
     """Traced version of numpy.outer."""
     check_no_kwargs("outer", {"out": out})
     return la.einsum("i,j->ij", ravel(a), ravel(b))
 
 
+@numpy_function(np.tensordot)
 def tensordot(a, b, axes=2):
     """Traced version of numpy.tensordot."""
     na, nb = ndim_of(a), ndim_of(b)
@@ -240,6 +248,7 @@ def tensordot(a, b, axes=2):
 
 # ---- diagonals ---------------------------------------------------------------------------
 
+@numpy_function(np.trace, method="trace")
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """``np.trace``: the sum of the ``offset`` diagonal over ``axis1``, ``axis2``."""
     check_no_kwargs("trace", {"out": out})
@@ -247,6 +256,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     return sum(d if dtype is None else astype(d, dtype), axis=-1)
 
 
+@numpy_function(np.diagonal, method="diagonal")
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """``np.diagonal``: axes ``axis1``, ``axis2`` removed, the diagonal appended last."""
     a = asvar_or_array(a)
@@ -265,6 +275,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     return st.gather(flat, (rows * m + rows + offset).astype(np.int64), len(rest))
 
 
+@numpy_function(np.diag)
 def diag(v, k=0):
     """``np.diag``: the ``k``-th diagonal of a matrix, or a matrix with ``v`` on it."""
     v = asvar_or_array(v)
@@ -282,6 +293,7 @@ def diag(v, k=0):
 
 # ---- norms -------------------------------------------------------------------------------
 
+@numpy_function(np.linalg.norm, name=("norm", "linalg.norm"))
 def norm(x, ord=None, axis=None, keepdims=False):
     """``np.linalg.norm``: every vector and matrix order, axis tuples and keepdims, as NumPy.
 

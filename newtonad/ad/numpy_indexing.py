@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from .dispatch import implements_method
+from .dispatch import implements_method, numpy_function
 from .numpy_base import (
     asvar_or_array,
     check_unsupported,
@@ -103,6 +103,7 @@ def _check_mask_shape(x, key: tuple, j: int) -> None:
                              f"boolean axis is {m}")
 
 
+@numpy_function()
 @implements_method("getitem")
 def getitem(x, key):
     """``x[key]`` with NumPy's indexing rules, on traced or plain arrays.
@@ -231,6 +232,7 @@ def _advanced(x, adv):
 
 # ---- gathers along one axis --------------------------------------------------------------
 
+@numpy_function(np.take, method="take")
 def take(a, indices, axis=None, out=None, mode="raise"):
     """Traced version of numpy.take.
 
@@ -252,6 +254,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     return st.gather(a, normalize_index(indices, n), axis)
 
 
+@numpy_function(np.take_along_axis)
 def take_along_axis(arr, indices, axis=-1):
     """Traced version of numpy.take_along_axis.
 
@@ -279,6 +282,7 @@ def take_along_axis(arr, indices, axis=-1):
 
 # ---- splitting ---------------------------------------------------------------------------
 
+@numpy_function(np.array_split)
 def array_split(ary, indices_or_sections, axis=0):
     """Traced version of numpy.array_split."""
     ary = asvar_or_array(ary)
@@ -297,6 +301,7 @@ def array_split(ary, indices_or_sections, axis=0):
     return [getitem(ary, lead + (slice(int(lo), int(hi)),)) for lo, hi in zip(points, points[1:])]
 
 
+@numpy_function(np.split)
 def split(ary, indices_or_sections, axis=0):
     """Traced version of numpy.split."""
     if np.ndim(indices_or_sections) == 0:
@@ -306,6 +311,7 @@ def split(ary, indices_or_sections, axis=0):
     return array_split(ary, indices_or_sections, axis)
 
 
+@numpy_function(np.hsplit)
 def hsplit(ary, indices_or_sections):
     """Traced version of numpy.hsplit."""
     if ndim_of(ary) == 0:
@@ -313,6 +319,7 @@ def hsplit(ary, indices_or_sections):
     return split(ary, indices_or_sections, 1 if ndim_of(ary) > 1 else 0)
 
 
+@numpy_function(np.vsplit)
 def vsplit(ary, indices_or_sections):
     """Traced version of numpy.vsplit."""
     if ndim_of(ary) < 2:
@@ -320,6 +327,7 @@ def vsplit(ary, indices_or_sections):
     return split(ary, indices_or_sections, 0)
 
 
+@numpy_function(np.dsplit)
 def dsplit(ary, indices_or_sections):
     """Traced version of numpy.dsplit."""
     if ndim_of(ary) < 3:

@@ -1,7 +1,8 @@
 """Linear algebra on traced arrays: ``np.linalg``, ``scipy.linalg`` and matrix helpers.
 
-Registered in :data:`FUNCTIONS` (keyed by the NumPy / SciPy function object) and in
-:data:`newtonad.ad.dispatch.FUNCTIONS`, where Var's ``__array_function__`` finds them. The
+Each NumPy function is registered where it is defined (``@numpy_function(np.linalg.solve,
+name="linalg.solve")``): in :data:`newtonad.ad.dispatch.FUNCTIONS`, where Var's
+``__array_function__`` finds it, and in ``newtonad.numpy.linalg``. The
 primitives underneath are in :mod:`newtonad.ad.primitives.decompositions` (solve, triangular_solve,
 cholesky, eigh, svd, svdvals, qr, pinv, logabsdet, det_sign); everything else here is a
 composition of them, so gradients and Hessians follow.
@@ -43,7 +44,6 @@ from __future__ import annotations
 
 import operator
 import string
-import types
 import warnings
 from collections import namedtuple
 from typing import Any, Callable
@@ -52,6 +52,7 @@ import numpy as np
 
 from . import dispatch
 from . import numpy_api as npa
+from .dispatch import numpy_function
 from .numpy_base import normalize_axes
 from .primitives import decompositions as dec
 from .primitives import elementwise as ew
@@ -59,8 +60,6 @@ from .primitives import linalg as la
 from .primitives import structural as st
 from .primitives.core import shape_of
 from .var import Var
-
-FUNCTIONS: dict[Any, Any] = {}
 
 try:  # NumPy's own result types, so code reading `.eigenvalues` / `.logabsdet` works
     from numpy.linalg._linalg import EighResult, QRResult, SlogdetResult, SVDResult
@@ -112,30 +111,35 @@ def _reject(function: str, **given: tuple[Any, Any]) -> None:
 
 # ---- np.linalg -----------------------------------------------------------------------------------
 
+@numpy_function(np.linalg.solve, name="linalg.solve")
 def solve(a, b):
     """``np.linalg.solve``: ``x`` with ``a @ x == b``."""
     a, b, _ = _solve_operands(a, b, "solve")
     return dec.solve(a, b)
 
 
+@numpy_function(np.linalg.inv, name="linalg.inv")
 def inv(a):
     """Traced version of numpy.linalg.inv."""
     a, shape = _matrices(a, "inv", square=True)
     return dec.solve(a, dec.eye(shape[-1], shape[:-2], a))
 
 
+@numpy_function(np.linalg.slogdet, name="linalg.slogdet")
 def slogdet(a):
     """Traced version of numpy.linalg.slogdet."""
     a, _ = _matrices(a, "slogdet", square=True)
     return SlogdetResult(dec.det_sign(a), dec.logabsdet(a))
 
 
+@numpy_function(np.linalg.det, name="linalg.det")
 def det(a):
     """Traced version of numpy.linalg.det."""
     sign, logabs = slogdet(a)
     return ew.mul(sign, ew.exp(logabs))
 
 
+@numpy_function(np.linalg.cholesky, name="linalg.cholesky")
 def cholesky(a, /, *, upper=False):
     """Traced version of numpy.linalg.cholesky.
 
@@ -155,6 +159,7 @@ def _uplo(UPLO: str) -> str:
     return UPLO
 
 
+@numpy_function(np.linalg.eigh, name="linalg.eigh")
 def eigh(a, UPLO="L"):
     """Traced version of numpy.linalg.eigh.
 
@@ -168,11 +173,13 @@ def eigh(a, UPLO="L"):
     return EighResult(w, dec.rows(packed, nb, 1, n + 1))
 
 
+@numpy_function(np.linalg.eigvalsh, name="linalg.eigvalsh")
 def eigvalsh(a, UPLO="L"):
     """Traced version of numpy.linalg.eigvalsh."""
     return eigh(a, UPLO).eigenvalues
 
 
+@numpy_function(np.linalg.svd, name="linalg.svd")
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """Traced version of numpy.linalg.svd.
 
@@ -195,12 +202,14 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     return SVDResult(dec.rows(packed, nb, 0, m), s, vh)
 
 
+@numpy_function(getattr(np.linalg, "svdvals", None), name="linalg.svdvals")
 def svdvals(x, /):
     """Traced version of numpy.linalg.svdvals."""
     x, _ = _matrices(x, "svdvals")
     return dec.svdvals(x)
 
 
+@numpy_function(np.linalg.qr, name="linalg.qr")
 def qr(a, mode="reduced"):
     """Traced version of numpy.linalg.qr.
 
@@ -226,6 +235,7 @@ def qr(a, mode="reduced"):
 _UNSET = object()
 
 
+@numpy_function(np.linalg.pinv, name="linalg.pinv")
 def pinv(a, rcond=None, hermitian=False, *, rtol=_UNSET):
     """Traced version of numpy.linalg.pinv."""
     a, _ = _matrices(a, "pinv")
@@ -242,6 +252,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_UNSET):
     return dec.pinv(a, **options)
 
 
+@numpy_function(np.linalg.matrix_power, name="linalg.matrix_power")
 def matrix_power(a, n):
     """Traced version of numpy.linalg.matrix_power."""
     a, shape = _matrices(a, "matrix_power", square=True)
@@ -263,6 +274,7 @@ def matrix_power(a, n):
     return result
 
 
+@numpy_function(np.linalg.multi_dot, name="linalg.multi_dot")
 def multi_dot(arrays, *, out=None):
     """Traced version of numpy.linalg.multi_dot.
 
@@ -313,11 +325,13 @@ def _chain(arrays, split, i: int, j: int):
     return npa.matmul(_chain(arrays, split, i, k), _chain(arrays, split, k + 1, j))
 
 
+@numpy_function(getattr(np.linalg, "matrix_norm", None), name="linalg.matrix_norm")
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     """Traced version of numpy.linalg.matrix_norm."""
     return npa.norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
 
+@numpy_function(getattr(np.linalg, "vector_norm", None), name="linalg.vector_norm")
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     """Traced version of numpy.linalg.vector_norm."""
     x = npa.asvar_or_array(x)
@@ -338,11 +352,13 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     return npa.norm(x, ord=ord, axis=axis, keepdims=keepdims)
 
 
+@numpy_function(getattr(np.linalg, "diagonal", None), name="linalg.diagonal")
 def linalg_diagonal(x, /, *, offset=0):
     """Traced version of numpy.linalg.diagonal."""
     return npa.diagonal(x, offset, -2, -1)
 
 
+@numpy_function(getattr(np.linalg, "trace", None), name="linalg.trace")
 def linalg_trace(x, /, *, offset=0, dtype=None):
     """Traced version of numpy.linalg.trace."""
     return npa.trace(x, offset, -2, -1, dtype=dtype)
@@ -350,6 +366,7 @@ def linalg_trace(x, /, *, offset=0, dtype=None):
 
 # ---- matrix helpers ------------------------------------------------------------------------------
 
+@numpy_function(np.kron)
 def kron(a, b):
     """``np.kron``: block ``(i, j)`` of the result is ``a[i, j] * b``, in any dimension."""
     a, b = npa.asvar_or_array(a), npa.asvar_or_array(b)
@@ -376,16 +393,19 @@ def _triangle(m, k: int, lower: bool):
     return ew.select(keep, m, 0.0)
 
 
+@numpy_function(np.tril)
 def tril(m, k=0):
     """Traced version of numpy.tril."""
     return _triangle(m, operator.index(k), lower=True)
 
 
+@numpy_function(np.triu)
 def triu(m, k=0):
     """Traced version of numpy.triu."""
     return _triangle(m, operator.index(k), lower=False)
 
 
+@numpy_function(np.cross, getattr(np.linalg, "cross", None), name=("cross", "linalg.cross"))
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """Traced version of numpy.cross and numpy.linalg.cross.
 
@@ -509,31 +529,3 @@ SCIPY_FUNCTIONS: dict[str, Callable] = {
 scipy.linalg is imported (by the user, or by anything else)."""
 
 dispatch.SCIPY_FUNCTIONS.update(SCIPY_FUNCTIONS)
-
-
-# ---- the explicit namespace: newtonad.numpy.linalg -----------------------------------------------
-
-linalg = types.SimpleNamespace(
-    solve=solve, inv=inv, det=det, slogdet=slogdet, cholesky=cholesky, eigh=eigh,
-    eigvalsh=eigvalsh, svd=svd, svdvals=svdvals, qr=qr, pinv=pinv, matrix_power=matrix_power,
-    multi_dot=multi_dot, norm=npa.norm, matrix_norm=matrix_norm, vector_norm=vector_norm,
-    cross=cross, diagonal=linalg_diagonal, trace=linalg_trace,
-)
-"""``newtonad.numpy.linalg``: NumPy's names, traced versions."""
-
-
-# ---- dispatch table ------------------------------------------------------------------------------
-
-FUNCTIONS.update({
-    np.linalg.solve: solve, np.linalg.inv: inv, np.linalg.det: det, np.linalg.slogdet: slogdet,
-    np.linalg.cholesky: cholesky, np.linalg.eigh: eigh, np.linalg.eigvalsh: eigvalsh,
-    np.linalg.svd: svd, np.linalg.qr: qr, np.linalg.pinv: pinv,
-    np.linalg.matrix_power: matrix_power, np.linalg.multi_dot: multi_dot,
-    np.kron: kron, np.triu: triu, np.tril: tril, np.cross: cross,
-})
-for _name, _fn in {"svdvals": svdvals, "matrix_norm": matrix_norm, "vector_norm": vector_norm,
-                   "cross": cross, "diagonal": linalg_diagonal, "trace": linalg_trace}.items():
-    if hasattr(np.linalg, _name):  # NumPy 2 array-API names
-        FUNCTIONS[getattr(np.linalg, _name)] = _fn
-
-dispatch.FUNCTIONS.update(FUNCTIONS)

@@ -13,6 +13,7 @@ import builtins
 
 import numpy as np
 
+from .dispatch import numpy_function
 from .numpy_base import (
     asvar_or_array,
     cast_to,
@@ -71,6 +72,7 @@ def _count(a, axis, keepdims, mask):
     return _reduce(rd.reduce_sum, ones, axis, keepdims)
 
 
+@numpy_function(np.sum, reduce="add", method="sum")
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Traced version of numpy.sum.
 
@@ -82,6 +84,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     return out_ if initial is None else ew.add(out_, initial)
 
 
+@numpy_function(np.prod, reduce="multiply", method="prod")
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Traced version of numpy.prod.
 
@@ -106,16 +109,19 @@ def _extremum(name, prim_fn, pick, a, axis, out, keepdims, initial, where):
     return out_ if initial is None else pick(out_, initial)
 
 
+@numpy_function(np.max, np.amax, reduce="maximum", method="max", name=("max", "amax"))
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """Traced version of numpy.max."""
     return _extremum("max", rd.reduce_max, maximum, a, axis, out, keepdims, initial, where)
 
 
+@numpy_function(np.min, np.amin, reduce="minimum", method="min", name=("min", "amin"))
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """Traced version of numpy.min."""
     return _extremum("min", rd.reduce_min, minimum, a, axis, out, keepdims, initial, where)
 
 
+@numpy_function(np.mean, method="mean")
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Traced version of numpy.mean.
 
@@ -128,6 +134,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
                   _count(a, axis, keepdims, mask))
 
 
+@numpy_function(np.var, method="var")
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
     """Traced version of numpy.var.
@@ -149,6 +156,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     return ew.div(sum(squares, axis, keepdims=keepdims), dof)
 
 
+@numpy_function(np.std, method="std")
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
     """Traced version of numpy.std.
@@ -163,6 +171,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     return sqrt(v)
 
 
+@numpy_function()
 def logsumexp(a, axis=None, keepdims=False):
     """``log(sum(exp(a)))`` computed stably (as scipy.special.logsumexp)."""
     m = stop_gradient(max(a, axis, keepdims=True))
@@ -175,6 +184,7 @@ def logsumexp(a, axis=None, keepdims=False):
 
 # ---- scans and differences ---------------------------------------------------------------
 
+@numpy_function(np.cumsum, method="cumsum")
 def cumsum(a, axis=None, dtype=None, out=None):
     """Traced version of numpy.cumsum.
 
@@ -187,6 +197,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
     return rd.cumsum(a, axis=normalize_axis(axis, ndim_of(a)))
 
 
+@numpy_function(np.cumprod, method="cumprod")
 def cumprod(a, axis=None, dtype=None, out=None):
     """Traced version of numpy.cumprod.
 
@@ -203,6 +214,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
     return rd.cumprod(a, axis=axis)
 
 
+@numpy_function(np.diff)
 def diff(a, n=1, axis=-1, prepend=None, append=None):
     """Traced version of numpy.diff."""
     if n < 0:
@@ -234,6 +246,7 @@ def _not_nan(a):
     return ew.eq_p(a, a)
 
 
+@numpy_function(np.nansum)
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Traced version of numpy.nansum."""
     a = asvar_or_array(a)
@@ -242,6 +255,7 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, whe
     return sum(a, axis, dtype, out, keepdims, initial, where)
 
 
+@numpy_function(np.nanmean)
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Traced version of numpy.nanmean."""
     a = asvar_or_array(a)

@@ -13,7 +13,7 @@ import builtins
 
 import numpy as np
 
-from .dispatch import implements_method
+from .dispatch import implements_method, numpy_function
 from .numpy_base import (
     astype,
     asvar_or_array,
@@ -35,6 +35,7 @@ from .var import Var, const_var
 
 # ---- axes and shapes ---------------------------------------------------------------------
 
+@numpy_function(np.reshape)
 def reshape(a, newshape=None, order="C", *, shape=None, copy=None):
     """Traced version of numpy.reshape."""
     # copy= changes memory only; traced values are immutable, so any value is exact
@@ -52,11 +53,13 @@ def reshape(a, newshape=None, order="C", *, shape=None, copy=None):
     return st.reshape(a, tuple(newshape))
 
 
+@numpy_function(np.ravel, method=("ravel", "flatten"))
 def ravel(a, order="C"):
     """Traced version of numpy.ravel."""
     return reshape(a, (-1,), order)
 
 
+@numpy_function(np.transpose, getattr(np, "permute_dims", None))
 def transpose(a, axes=None):
     """Traced version of numpy.transpose."""
     n = ndim_of(a)
@@ -64,6 +67,7 @@ def transpose(a, axes=None):
     return st.transpose(a, axes)
 
 
+@numpy_function(np.swapaxes, method="swapaxes")
 def swapaxes(a, axis1, axis2):
     """Traced version of numpy.swapaxes."""
     n = ndim_of(a)
@@ -73,6 +77,7 @@ def swapaxes(a, axis1, axis2):
     return st.transpose(a, perm)
 
 
+@numpy_function(np.moveaxis)
 def moveaxis(a, source, destination):
     """Traced version of numpy.moveaxis."""
     n = ndim_of(a)
@@ -84,6 +89,7 @@ def moveaxis(a, source, destination):
     return st.transpose(a, order)
 
 
+@numpy_function(np.rollaxis, name=())
 def rollaxis(a, axis, start=0):
     """``np.rollaxis``: ``axis`` moved to before ``start`` (NumPy's legacy rule)."""
     n = ndim_of(a)
@@ -97,6 +103,7 @@ def rollaxis(a, axis, start=0):
     return moveaxis(a, axis, start) if axis != start else a
 
 
+@numpy_function(np.expand_dims)
 def expand_dims(a, axis):
     """Traced version of numpy.expand_dims."""
     shape = list(shape_of(a))
@@ -107,6 +114,7 @@ def expand_dims(a, axis):
     return st.reshape(a, tuple(shape))
 
 
+@numpy_function(np.squeeze, method="squeeze")
 def squeeze(a, axis=None):
     """Traced version of numpy.squeeze."""
     shape = shape_of(a)
@@ -120,6 +128,7 @@ def squeeze(a, axis=None):
     return st.reshape(a, tuple(n for i, n in enumerate(shape) if i not in axes))
 
 
+@numpy_function(np.broadcast_to)
 def broadcast_to(array, shape, subok=False):
     """Traced version of numpy.broadcast_to."""
     if not isinstance(shape, tuple):
@@ -127,11 +136,13 @@ def broadcast_to(array, shape, subok=False):
     return st.broadcast_to(array, shape)
 
 
+@numpy_function(np.atleast_1d)
 def atleast_1d(*arys):
     """Traced version of numpy.atleast_1d."""
     return one_or_tuple([reshape(a, (1,)) if ndim_of(a) == 0 else asvar_or_array(a) for a in arys])
 
 
+@numpy_function(np.atleast_2d)
 def atleast_2d(*arys):
     """Traced version of numpy.atleast_2d."""
     out = []
@@ -141,6 +152,7 @@ def atleast_2d(*arys):
     return one_or_tuple(out)
 
 
+@numpy_function(np.atleast_3d)
 def atleast_3d(*arys):
     """Traced version of numpy.atleast_3d."""
     out = []
@@ -162,6 +174,7 @@ def _joined(arrays, dtype, casting):
     return [cast_to(asvar_or_array(a), dtype) for a in arrays]
 
 
+@numpy_function(np.concatenate, getattr(np, "concat", None), name=("concatenate", "concat"))
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     """Traced version of numpy.concatenate.
 
@@ -174,6 +187,7 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     return st.concatenate(arrays, normalize_axis(axis, ndim_of(arrays[0])))
 
 
+@numpy_function(np.stack)
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     """Traced version of numpy.stack.
 
@@ -185,18 +199,21 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     return st.concatenate([expand_dims(a, axis) for a in arrays], axis)
 
 
+@numpy_function(np.hstack)
 def hstack(tup, *, dtype=None, casting="same_kind"):
     """Traced version of numpy.hstack."""
     arrays = [atleast_1d(asvar_or_array(a)) for a in tup]
     return concatenate(arrays, 0 if ndim_of(arrays[0]) == 1 else 1, dtype=dtype, casting=casting)
 
 
+@numpy_function(np.vstack)
 def vstack(tup, *, dtype=None, casting="same_kind"):
     """Traced version of numpy.vstack."""
     return concatenate([atleast_2d(asvar_or_array(a)) for a in tup], 0, dtype=dtype,
                        casting=casting)
 
 
+@numpy_function(np.column_stack)
 def column_stack(tup):
     """Traced version of numpy.column_stack."""
     arrays = [array(a) for a in tup]
@@ -204,6 +221,7 @@ def column_stack(tup):
     return concatenate(arrays, 1)
 
 
+@numpy_function(np.append)
 def append(arr, values, axis=None):
     """Traced version of numpy.append."""
     arr, values = array(arr), array(values)
@@ -215,6 +233,7 @@ def append(arr, values, axis=None):
 
 # ---- flips, rolls, repeats and padding ---------------------------------------------------
 
+@numpy_function(np.flip)
 def flip(m, axis=None):
     """Traced version of numpy.flip."""
     n = ndim_of(m)
@@ -223,6 +242,7 @@ def flip(m, axis=None):
     return st.slice_(m, slices)
 
 
+@numpy_function(np.flipud)
 def flipud(m):
     """Traced version of numpy.flipud."""
     if ndim_of(m) < 1:
@@ -230,6 +250,7 @@ def flipud(m):
     return flip(m, 0)
 
 
+@numpy_function(np.fliplr)
 def fliplr(m):
     """Traced version of numpy.fliplr."""
     if ndim_of(m) < 2:
@@ -237,6 +258,7 @@ def fliplr(m):
     return flip(m, 1)
 
 
+@numpy_function(np.rot90)
 def rot90(m, k=1, axes=(0, 1)):
     """Traced version of numpy.rot90."""
     axes = tuple(axes)
@@ -259,6 +281,7 @@ def rot90(m, k=1, axes=(0, 1)):
     return flip(st.transpose(m, perm), axes[1])
 
 
+@numpy_function(np.roll)
 def roll(a, shift, axis=None):
     """Traced version of numpy.roll."""
     if axis is None:
@@ -276,6 +299,7 @@ def roll(a, shift, axis=None):
     return st.concatenate([take_range(a, axis, n - s, n), take_range(a, axis, 0, n - s)], axis)
 
 
+@numpy_function(np.tile)
 def tile(A, reps):
     """Traced version of numpy.tile."""
     reps = tuple(np.atleast_1d(reps).tolist())
@@ -288,6 +312,7 @@ def tile(A, reps):
     return st.reshape(x, tuple(r * n for r, n in zip(reps, shape)))
 
 
+@numpy_function(np.repeat, method="repeat")
 def repeat(a, repeats, axis=None):
     """Traced version of numpy.repeat."""
     if np.ndim(repeats) != 0:
@@ -302,6 +327,7 @@ def repeat(a, repeats, axis=None):
     return st.reshape(x, shape[:axis] + (shape[axis] * r,) + shape[axis + 1:])
 
 
+@numpy_function(np.pad)
 def pad(array, pad_width, mode="constant", **kwargs):
     """Traced version of numpy.pad."""
     shape = shape_of(array)
@@ -332,16 +358,19 @@ def pad(array, pad_width, mode="constant", **kwargs):
 
 # ---- arrays from values ------------------------------------------------------------------
 
+@numpy_function(np.zeros_like, np.empty_like)
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """Traced version of numpy.zeros_like."""
     return full_like(a, 0.0, dtype, order, subok, shape, device=device)
 
 
+@numpy_function(np.ones_like)
 def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """Traced version of numpy.ones_like."""
     return full_like(a, 1.0, dtype, order, subok, shape, device=device)
 
 
+@numpy_function(np.full_like)
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """Traced version of numpy.full_like."""
     # order= and subok= change memory layout and subclass only, not values
@@ -353,6 +382,7 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
     return c if shape == () else st.broadcast_to(c, shape)
 
 
+@numpy_function(np.copy)
 def copy(a, order="K", subok=False):
     """Traced version of numpy.copy."""
     return a  # traced values are immutable: a copy is the value itself
@@ -386,6 +416,7 @@ def _contains_var(obj) -> bool:
     return isinstance(obj, (list, tuple)) and builtins.any(_contains_var(o) for o in obj)
 
 
+@numpy_function(name=("array", "asarray"))
 def array(obj, dtype=None, *, ndmin=0, **kwargs):
     """Traced version of numpy.array and numpy.asarray.
 

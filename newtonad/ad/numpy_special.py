@@ -1,13 +1,15 @@
 """Special functions on traced arrays: ``scipy.special``, ``scipy.stats`` and the
 elementwise NumPy functions that are compositions of primitives.
 
-Three tables, each registered in the table of the same name in :mod:`.dispatch`:
+Registered where they are defined, with :func:`~newtonad.ad.dispatch.numpy_function`:
 
-* :data:`UFUNCS` (ufunc name -> impl) serves ``__array_ufunc__``: ``np.arcsinh(x)`` and
-  SciPy's ufuncs (``scipy.special.erf(x)``, ``expit``, ``gammaln``, ...) reach it with no
-  routing, because NumPy hands any ufunc call on a Var to Var;
-* :data:`FUNCTIONS` (NumPy function object -> impl) serves ``__array_function__``
-  (``np.round``, ``np.sinc``, ``np.nan_to_num``, ...);
+* NumPy's elementwise functions (``np.arcsinh``, ``np.cbrt``, ``np.round``, ...) in the
+  dispatch tables of :mod:`.dispatch`, in :mod:`newtonad.numpy` and, for ``round``, as
+  Var's method;
+* SciPy's ufuncs (``scipy.special.erf(x)``, ``expit``, ``gammaln``, ...) by name in
+  :data:`~newtonad.ad.dispatch.UFUNCS`: they reach it with no routing, because NumPy hands
+  any ufunc call on a Var to Var. :data:`UFUNCS` lists every ufunc name this module
+  registers;
 * :data:`SCIPY_FUNCTIONS` (dotted public name -> impl) holds SciPy's Python-level
   functions (``scipy.special.logsumexp``, ``scipy.stats.norm.logpdf``, ...). They call
   ``np.asarray`` on their input and never reach a NumPy protocol, so
@@ -28,6 +30,7 @@ import numpy as np
 
 from . import dispatch
 from . import numpy_api as npa
+from .dispatch import numpy_function
 from .numpy_base import normalize_axes
 from .primitives import elementwise as ew
 from .primitives import special as sp
@@ -67,6 +70,7 @@ def _unsupported(function: str, **params: Any) -> None:
 
 # ---- scipy.special: ufuncs -----------------------------------------------------------------
 
+@numpy_function(ufunc="ndtr", name=())
 def ndtr(x):
     """The standard normal cdf, ``erfc(-x / sqrt(2)) / 2`` (as SciPy evaluates it)."""
     return ew.mul(0.5, sp.erfc(ew.mul(x, -math.sqrt(0.5))))
@@ -324,61 +328,73 @@ def multivariate_normal_pdf(x, mean=None, cov=1, allow_singular=False):
 
 # ---- NumPy elementwise functions -------------------------------------------------------------
 
+@numpy_function(np.deg2rad, np.radians, name=("deg2rad", "radians"))
 def deg2rad(x):
     """Traced version of numpy.deg2rad."""
     return ew.mul(_float(x), math.pi / 180.0)
 
 
+@numpy_function(np.rad2deg, np.degrees, name=("rad2deg", "degrees"))
 def rad2deg(x):
     """Traced version of numpy.rad2deg."""
     return ew.mul(_float(x), 180.0 / math.pi)
 
 
+@numpy_function(np.arcsinh)
 def arcsinh(x):
     """Traced version of numpy.arcsinh."""
     return sp.arcsinh(x)
 
 
+@numpy_function(np.arccosh)
 def arccosh(x):
     """Traced version of numpy.arccosh."""
     return sp.arccosh(x)
 
 
+@numpy_function(np.arctanh)
 def arctanh(x):
     """Traced version of numpy.arctanh."""
     return sp.arctanh(x)
 
 
+@numpy_function(np.cbrt)
 def cbrt(x):
     """Traced version of numpy.cbrt."""
     return sp.cbrt(x)
 
 
+@numpy_function(np.rint)
 def rint(x):
     """Traced version of numpy.rint."""
     return sp.rint(x)
 
 
+@numpy_function(np.trunc)
 def trunc(x):
     """Traced version of numpy.trunc."""
     return sp.trunc(x)
 
 
+@numpy_function(np.floor_divide)
 def floor_divide(x, y):
     """Traced version of numpy.floor_divide."""
     return sp.floor_divide(x, y)
 
 
+@numpy_function(np.remainder, name=("remainder", "mod"))
 def remainder(x, y):
     """Traced version of numpy.remainder."""
     return sp.remainder(x, y)
 
 
+@numpy_function(np.fmod)
 def fmod(x, y):
     """Traced version of numpy.fmod."""
     return sp.fmod(x, y)
 
 
+@numpy_function(np.logaddexp2)
 def logaddexp2(x, y):
     """Traced version of numpy.logaddexp2.
 
@@ -389,11 +405,13 @@ def logaddexp2(x, y):
     return ew.add(m, npa.log2(ew.add(npa.exp2(ew.sub(x, m)), npa.exp2(ew.sub(y, m)))))
 
 
+@numpy_function(np.divmod, name="divmod")
 def divmod_(x, y):
     """``np.divmod``: ``(x // y, x % y)``."""
     return sp.floor_divide(x, y), sp.remainder(x, y)
 
 
+@numpy_function(np.round, np.around, method="round", name=("around", "round"))
 def around(a, decimals=0, out=None):
     """``np.round`` / ``np.around``: NumPy's scaling by ``10**decimals``, then ``rint``.
 
@@ -414,6 +432,7 @@ def around(a, decimals=0, out=None):
     return ew.mul(sp.rint(ew.div(a, factor)), factor)
 
 
+@numpy_function(np.fix)
 def fix(x, out=None):
     """``np.fix``: round towards zero."""
     _unsupported("np.fix", out=(out, None))
@@ -423,6 +442,7 @@ def fix(x, out=None):
 _SINC_SERIES_BELOW = 1e-2  # |x| below this: Taylor series, exact to rounding, smooth at 0
 
 
+@numpy_function(np.sinc)
 def sinc(x):
     """``np.sinc``: ``sin(pi x) / (pi x)``, 1 at 0.
 
@@ -441,6 +461,7 @@ def sinc(x):
     return npa.where(small, series, quotient)
 
 
+@numpy_function(np.nan_to_num)
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """``np.nan_to_num``: NaN, +inf and -inf replaced (their derivative is zero)."""
     if copy is False:
@@ -456,25 +477,21 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     return npa.where(ew.eq_p(x, -np.inf), neginf, out)
 
 
-# ---- dispatch tables -------------------------------------------------------------------------
+# ---- SciPy's ufuncs, written in the primitives of primitives.special -------------------------
 
-UFUNCS: dict[str, Any] = {
-    # scipy.special (ufuncs, by name)
-    "erf": sp.erf, "erfc": sp.erfc, "erfinv": sp.erfinv, "erfcx": sp.erfcx, "ndtr": ndtr,
+_SCIPY_UFUNCS: dict[str, Any] = {
+    "erf": sp.erf, "erfc": sp.erfc, "erfinv": sp.erfinv, "erfcx": sp.erfcx,
     "log_ndtr": sp.log_ndtr, "gammaln": sp.gammaln, "psi": sp.digamma, "betaln": sp.betaln,
     "xlogy": sp.xlogy, "xlog1py": sp.xlog1py, "entr": sp.entr, "expit": sp.expit,
     "logit": sp.logit, "log_expit": sp.log_expit, "i0": sp.i0, "i1": sp.i1,
     "i0e": sp.i0e, "i1e": sp.i1e,
-    # numpy
-    "arcsinh": sp.arcsinh, "arccosh": sp.arccosh, "arctanh": sp.arctanh, "cbrt": sp.cbrt,
-    "deg2rad": deg2rad, "radians": deg2rad, "rad2deg": rad2deg, "degrees": rad2deg,
-    "logaddexp2": logaddexp2, "remainder": sp.remainder, "fmod": sp.fmod,
-    "floor_divide": sp.floor_divide, "divmod": divmod_, "rint": sp.rint, "trunc": sp.trunc,
 }
+for _name, _fn in _SCIPY_UFUNCS.items():  # primitives of primitives.special, by ufunc name
+    numpy_function(ufunc=_name, name=())(_fn)
 
-FUNCTIONS: dict[Any, Any] = {
-    np.round: around, np.around: around, np.fix: fix, np.sinc: sinc, np.nan_to_num: nan_to_num,
-}
+#: every ufunc name registered by this module (SciPy's and NumPy's) -> its implementation
+UFUNCS: dict[str, Any] = {name: fn for name, fn in dispatch.UFUNCS.items()
+                          if fn.__module__ in (__name__, sp.__name__)}
 
 SCIPY_FUNCTIONS: dict[str, Any] = {
     "scipy.special.logsumexp": logsumexp,
@@ -505,6 +522,4 @@ SCIPY_FUNCTIONS: dict[str, Any] = {
     "scipy.stats.multivariate_normal.pdf": multivariate_normal_pdf,
 }
 
-dispatch.UFUNCS.update(UFUNCS)
-dispatch.FUNCTIONS.update(FUNCTIONS)
 dispatch.SCIPY_FUNCTIONS.update(SCIPY_FUNCTIONS)

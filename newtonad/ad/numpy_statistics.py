@@ -14,6 +14,7 @@ import operator
 
 import numpy as np
 
+from .dispatch import numpy_function
 from .numpy_base import (
     asvar_or_array,
     check_unsupported,
@@ -51,6 +52,7 @@ def _sort_kind(kind, stable) -> str | None:
     return "stable" if stable else kind
 
 
+@numpy_function(np.sort)
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     """Traced version of numpy.sort.
 
@@ -61,6 +63,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     return take_along_axis(a, srt.argsort(a, axis=axis, kind="stable"), axis)
 
 
+@numpy_function(np.argsort, method="argsort")
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     """Traced version of numpy.argsort.
 
@@ -77,6 +80,7 @@ def _kth(kth) -> tuple[int, ...]:
     return tuple(int(k) for k in np.atleast_1d(kth))
 
 
+@numpy_function(np.argpartition, method="argpartition")
 def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     """Traced version of numpy.argpartition.
 
@@ -87,6 +91,7 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     return srt.argpartition(a, kth=_kth(kth), axis=axis)
 
 
+@numpy_function(np.partition)
 def partition(a, kth, axis=-1, kind="introselect", order=None):
     """Traced version of numpy.partition.
 
@@ -110,11 +115,13 @@ def _arg_extremum(prim_fn, a, axis, out, keepdims):
     return st.reshape(out_, rd.keepdims_shape(shape, (axis,))) if keepdims else out_
 
 
+@numpy_function(np.argmax, method="argmax")
 def argmax(a, axis=None, out=None, *, keepdims=False):
     """Traced version of numpy.argmax."""
     return _arg_extremum(srt.argmax, a, axis, out, keepdims)
 
 
+@numpy_function(np.argmin, method="argmin")
 def argmin(a, axis=None, out=None, *, keepdims=False):
     """Traced version of numpy.argmin."""
     return _arg_extremum(srt.argmin, a, axis, out, keepdims)
@@ -139,6 +146,7 @@ def _nan_if_any_nan(result, sorted_last):
     return ew.select(ew.ne_p(sorted_last, sorted_last), np.nan, result)
 
 
+@numpy_function(np.median)
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """Traced version of numpy.median.
 
@@ -168,6 +176,7 @@ def _sum_last(a):
 _QUANTILE_METHODS = ("linear",)
 
 
+@numpy_function(np.quantile)
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
              keepdims=False, *, weights=None, interpolation=None):
     """Traced version of numpy.quantile.
@@ -203,6 +212,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     return st.reshape(result, q.shape + kept) if keepdims else result
 
 
+@numpy_function(np.percentile)
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False, *, weights=None, interpolation=None):
     """Traced version of numpy.percentile."""
@@ -217,6 +227,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 
 # ---- weighted averages -------------------------------------------------------------------
 
+@numpy_function(np.average)
 def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     """Traced version of numpy.average."""
     a = to_float(asvar_or_array(a))
@@ -254,6 +265,7 @@ def _weights_along(w, a, axis):
 
 # ---- grids and differences ---------------------------------------------------------------
 
+@numpy_function(np.linspace)
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
     """``np.linspace`` with traced end points: ``start + i * step``, ``stop`` placed last."""
@@ -283,6 +295,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return (y, step) if retstep else y
 
 
+@numpy_function(np.gradient)
 def gradient(f, *varargs, axis=None, edge_order=1):
     """``np.gradient`` with scalar spacings (uniform grids); one array per axis."""
     f = to_float(asvar_or_array(f))
@@ -341,12 +354,14 @@ def _shift_amounts(x, axes, sign):
     return [sign * (shape[ax] // 2) for ax in axes], tuple(axes)
 
 
+@numpy_function(np.fft.fftshift)
 def fftshift(x, axes=None):
     """Traced version of numpy.fft.fftshift."""
     shift, axes = _shift_amounts(asvar_or_array(x), axes, 1)
     return roll(x, shift, axes)
 
 
+@numpy_function(np.fft.ifftshift)
 def ifftshift(x, axes=None):
     """Traced version of numpy.fft.ifftshift."""
     shift, axes = _shift_amounts(asvar_or_array(x), axes, -1)
@@ -367,5 +382,5 @@ _FFT_COMPLEX = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft
 
 
 #: np.fft's complex transforms -> a function refusing them with the reason
-COMPLEX_FFT_REFUSALS = {getattr(np.fft, name): _complex_out_of_scope(name)
-                        for name in _FFT_COMPLEX}
+COMPLEX_FFT_REFUSALS = {getattr(np.fft, name): numpy_function(getattr(np.fft, name), name=())(
+    _complex_out_of_scope(name)) for name in _FFT_COMPLEX}
