@@ -187,8 +187,14 @@ def run_one(solver: str, p: Any, obj: Any, pg0: float, rtol: float, max_time: fl
                 return {"skipped": f"n = {p.n} > --ipopt-max-n {ipopt_max_n} (memory)"}
             import casadi as ca
             xs, f = casadi_objective(p.name, p.n, ca)
+            # unscaled, so tol bounds the max-norm of the Lagrangian's gradient itself;
+            # complementarity is a product z (x - l): a bound with a small multiplier z
+            # stays |x - l| ~ tol / z off, which P[x - g] - x measures, hence tol squared
+            tol = target / math.sqrt(p.n)
             opts = {"print_time": False, "ipopt.print_level": 0, "ipopt.sb": "yes",
-                    "ipopt.tol": target / math.sqrt(p.n), "ipopt.max_iter": maxiter,
+                    "ipopt.nlp_scaling_method": "none", "ipopt.tol": tol,
+                    "ipopt.dual_inf_tol": tol, "ipopt.compl_inf_tol": tol * tol,
+                    "ipopt.max_iter": maxiter,
                     "ipopt.max_wall_time": float(max_time),
                     "ipopt.hessian_approximation": "exact"}
             solver_fn = ca.nlpsol("ipopt", "ipopt", {"x": xs, "f": f}, opts)

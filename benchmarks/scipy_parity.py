@@ -71,8 +71,9 @@ def _run(side: str, method: str, obj: Any, x0: np.ndarray, maxiter: int) -> dict
 
 
 def run(names: list[str] | None, methods: list[str], n: int, maxiter: int,
-        progress: bool = True) -> list[dict]:
-    """Every (problem, method) pair, both sides; rows of dicts."""
+        progress: bool = True, partial: Path | None = None) -> list[dict]:
+    """Every (problem, method) pair, both sides; rows of dicts (also written to
+    ``partial`` after each pair, so a long run that is stopped keeps its rows)."""
     import newtonad as nad
     from newtonad import problems
 
@@ -94,6 +95,8 @@ def run(names: list[str] | None, methods: list[str], n: int, maxiter: int,
             row = {"problem": p.name, "n": p.n, "method": method, "fstar": p.fstar,
                    **{side: result[side] for side in ("newtonad", "scipy")}}
             rows.append(row)
+            if partial is not None:
+                partial.write_text(json.dumps({"n": n, "runs": rows}, indent=1, default=float))
             if progress:
                 a, b = row["newtonad"], row["scipy"]
                 print(f"{p.name:28s} {method:13s} nit {a['nit']!s:>6} / {b['nit']!s:>6}  "
@@ -179,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=HERE / "results" / "scipy_parity.json")
     args = parser.parse_args(argv)
     n = 100 if args.quick else args.n
-    rows = run(args.problems, args.methods, n, args.maxiter)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    rows = run(args.problems, args.methods, n, args.maxiter, partial=args.json)
     print(report(rows, args.factor))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"n": n, "maxiter": args.maxiter, "factor": args.factor,
