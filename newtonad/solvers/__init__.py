@@ -1,4 +1,4 @@
-"""Newton solvers: newton-cg, trust-ncg, trust-krylov, trust-exact and the scipy bridge.
+"""Newton solvers: newton-cg, trust-ncg, trust-krylov, trust-exact, tron and the scipy bridge.
 
 Only :func:`minimize`, :class:`ConstraintFallbackWarning` (issued when a
 constraint cannot be traced and scipy's finite differences take over) and

@@ -13,13 +13,19 @@ quadratic model ``q(s) = gᵀs + sᵀHs/2``:
    previous iteration's ``α`` if it fails, else extrapolating by 10 while it holds
    (and ``α`` is below the last breakpoint of the path).
 2. **Subspace minimisation** (section 3): from the Cauchy point, with the
-   variables at a bound fixed, a trust-region conjugate-gradient method
-   (Steihaug's, on the free variables ``F``: ``min g_Fᵀd + dᵀH_FF d/2``,
+   variables at a bound fixed — except those the model's gradient pulls into the
+   box, which are released (a departure from the paper, whose free set is the
+   variables strictly inside their bounds, in the manner of Bertsekas' active-set
+   estimate in projected Newton methods, SIAM J. Control Optim. 20, 1982): from a
+   start on the bounds, as MINPACK-2's torsion start is, the paper's rule frees one
+   grid layer per iteration (32 iterations at n = 10 000, 98 at n = 99 856), this
+   one the whole face at once (4 iterations at n = 10 000) — a trust-region
+   conjugate-gradient method (Steihaug's, on the free variables ``F``: ``min g_Fᵀd + dᵀH_FF d/2``,
    ``‖d‖ <= Δ``; preconditioned in the ellipsoid norm when asked, with ``M`` the
    diagonal or the incomplete Cholesky factor of ``H_FF``, Lin & Moré 1999b) gives
    a direction; a **projected search** (eq. (3.3)) along it, ``w(β) = P[w + β d]``
    with ``β`` halved from 1 until ``q`` decreases by ``μ₀`` times its slope, gives
-   the next point. The loop repeats on the smaller free set while the search hits
+   the next point. The loop repeats on the new free set while the search hits
    new bounds, and ends when the reduced model gradient is below
    ``min(0.1, ‖P g‖) × ‖g_F‖`` at the Cauchy point, or CG stops on the trust-region
    boundary or at negative curvature.
@@ -199,7 +205,9 @@ def subspace_step(x: np.ndarray, g: np.ndarray, lb: np.ndarray, ub: np.ndarray,
     cg_total = used = 0
     full = np.zeros(n)
     for _ in range(_MAX_PASSES):
-        free = free_mask(w, lb, ub)
+        # the free variables, and those at a bound that the model's gradient pulls
+        # inside (see the module docstring)
+        free = free_mask(w, lb, ub) | ((w <= lb) & (gq < 0.0)) | ((w >= ub) & (gq > 0.0))
         index = np.flatnonzero(free)
         if index.size == 0:
             break
