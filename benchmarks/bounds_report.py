@@ -270,6 +270,14 @@ def main(argv: list[str] | None = None) -> int:
             err = check_casadi(name)
             if err > 1e-12:
                 raise SystemExit(f"CasADi form of {name} differs from newtonad's: {err:.2e}")
+    # warm-up: each solver once on each problem at n = 36, so the solvers' own compiled
+    # kernels (tron's, newtonad's CG and line searches) are not timed in the first run
+    for name in args.problems:
+        tiny = problems.get(name, 36)
+        tiny_obj = nad.Objective(tiny.fun)
+        for solver in (BOUNDED_SOLVERS if tiny.bounds is not None else FREE_SOLVERS):
+            if args.solvers is None or solver in args.solvers:
+                run_one(solver, tiny, tiny_obj, 1.0, 1e-3, 30.0, 50, args.ipopt_max_n)
     rows = []
     turn = 0
     header = (f"{'problem':17s} {'n':>8s} {'solver':13s} {'nit':>6s} {'products':>9s} "
