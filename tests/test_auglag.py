@@ -154,3 +154,28 @@ def test_large_constraint_jacobian_is_returned_sparse():
 def test_bad_input_is_refused_with_the_fix(bad, match):
     with pytest.raises((ValueError, TypeError), match=match):
         minimize_auglag(lambda z: np.sum(z ** 2), np.array([0.5]), **bad)
+
+
+def test_minimize_method_auglag_runs_it_with_scipy_s_option_conventions():
+    from scipy.optimize import OptimizeWarning
+
+    import newtonad as nad
+
+    p = constrained.get("hs071")
+    res = nad.minimize(p.fun, p.x0, method="auglag", constraints=p.constraints,
+                       bounds=p.bounds)
+    assert res.success and res.fun == pytest.approx(p.fstar, rel=1e-7)
+    with pytest.warns(OptimizeWarning, match="Unknown solver options: bogus"):
+        nad.minimize(p.fun, p.x0, method="AugLag", constraints=p.constraints,
+                     bounds=p.bounds, options={"maxiter": 1, "bogus": 1})
+    with pytest.warns(RuntimeWarning, match="not used"):
+        nad.minimize(p.fun, p.x0, method="auglag", jac=lambda x: x,
+                     constraints=p.constraints, bounds=p.bounds, options={"maxiter": 1})
+
+
+def test_method_table_lists_auglag_as_a_method_of_constraints_and_bounds():
+    from newtonad.solvers.methods import METHODS, method_rows
+
+    entry = METHODS["auglag"]
+    assert entry.constraints and entry.bounds and entry.runner().__name__ == "run_constrained"
+    assert any(row["method"] == "auglag" for row in method_rows())

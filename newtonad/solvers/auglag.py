@@ -503,3 +503,18 @@ def _call_back(callback: Callable, x: np.ndarray, f: float, violation: float,
     except StopIteration:
         return True
     return False
+
+
+def run_constrained(fun: Callable, x0: np.ndarray, args: tuple, constraints: Any,
+                    bounds: Any, callback: Optional[Callable], opts: dict) -> OptimizeResult:
+    """The method table's entry point: ``minimize``'s arguments, options already parsed."""
+    for name in ("ctol", "initial_penalty", "max_penalty"):
+        value = opts.get(name)
+        if value is not None and not (isinstance(value, (int, float)) and value >= 0):
+            raise ValueError(f"option {name!r} must be a number >= 0, got {value!r}")
+    if opts.get("inner_maxiter") is not None and int(opts["inner_maxiter"]) < 1:
+        raise ValueError(f"option 'inner_maxiter' must be >= 1, got {opts['inner_maxiter']!r}")
+    if opts.get("maxiter") is None:
+        opts = {key: value for key, value in opts.items() if key != "maxiter"}
+    return minimize_auglag(fun, x0, args=args, constraints=constraints, bounds=bounds,
+                           callback=callback, **opts)

@@ -94,6 +94,11 @@ class NativeMethod:
     failure_warning : str
         The category of the warning a failed run gives under ``disp``, as scipy's
         method gives it: ``"OptimizeWarning"`` or ``"RuntimeWarning"``.
+    constraints : bool
+        Whether it handles ``constraints``. Such a method works on the function itself
+        (it builds its own objective, such as an augmented Lagrangian): its module has
+        ``run_constrained(fun, x0, args, constraints, bounds, callback, opts)`` instead
+        of ``run_native``.
     """
 
     name: str
@@ -108,6 +113,7 @@ class NativeMethod:
     scipy_peer: bool = True
     dense_hessian_count: bool = False
     failure_warning: str = "RuntimeWarning"
+    constraints: bool = False
 
     @property
     def uses_products(self) -> bool:
@@ -115,9 +121,10 @@ class NativeMethod:
         return "products" in self.needs
 
     def runner(self) -> Callable[..., Any]:
-        """The method's ``run_native`` (its module imported on first use)."""
+        """The method's ``run_native``, or ``run_constrained`` for a method of
+        constraints (its module imported on first use)."""
         module = importlib.import_module(f"{__package__}.{self.module}")
-        return module.run_native
+        return module.run_constrained if self.constraints else module.run_native
 
 
 _ENTRIES = (
@@ -153,6 +160,15 @@ _ENTRIES = (
                             "workers"},
         ignored=frozenset({"workers"}), needs=frozenset({"gradient", "products"}),
         bounds=True, scipy_peer=False),
+    NativeMethod(
+        "auglag", "augmented Lagrangian for equality and inequality constraints "
+        "(ALGENCAN's outer iteration, Andreani et al. 2007); bounds kept as bounds",
+        "auglag", "augmented Lagrangian", "tron over the bounds (incomplete Cholesky when "
+        "the Hessian is sparse)",
+        accepted=_COMMON | {"ctol", "inner_maxiter", "inner_method", "inner_options",
+                            "initial_penalty", "max_penalty"},
+        ignored=frozenset({"return_all"}), needs=frozenset({"gradient", "products"}),
+        bounds=True, scipy_peer=False, constraints=True),
 )
 
 #: every native method by name, in the order the documentation lists them

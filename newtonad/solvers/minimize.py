@@ -181,6 +181,20 @@ def _run_native(meth: str, problem: FlatProblem, x0: np.ndarray, opts: dict,
     return METHODS[meth].runner()(problem, x0, opts, callback, bounds=bounds)
 
 
+def _run_constrained(meth: str, fun: Any, x0: np.ndarray, args: tuple, jac: Any, hess: Any,
+                     hessp: Any, bounds: Any, constraints: Any, callback: Optional[Callable],
+                     opts: dict) -> OptimizeResult:
+    """A native method of constraints (``auglag``): it builds its own objective from ``fun``."""
+    if not callable(fun) or has_objective_protocol(fun):
+        raise TypeError(f"method {meth!r} needs fun(x, *args) -> float written in NumPy (it "
+                        f"traces fun with the constraints); got {type(fun).__name__}")
+    if gives_derivatives(jac, hess, hessp):
+        warnings.warn(f"method {meth!r} differentiates the augmented Lagrangian of fun and the "
+                      f"constraints by AD; the jac, hess and hessp given are not used",
+                      RuntimeWarning, stacklevel=3)
+    return METHODS[meth].runner()(fun, x0, args, constraints, bounds, callback, opts)
+
+
 def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
              method: Union[str, Callable, None] = None, jac: Any = None, hess: Any = None,
              hessp: Optional[Callable] = None, bounds: Any = None, constraints: Any = (),
@@ -242,6 +256,15 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
 
         ``"tron"`` is the bound-constrained trust-region Newton method of Lin
         & Moré (:mod:`.tron`); it handles ``bounds`` (and runs without them).
+
+        ``"auglag"`` is an augmented-Lagrangian method for ``constraints`` (and
+        ``bounds``, kept as bounds in its tron subproblems; :mod:`.auglag`). Its
+        result has trust-constr's fields (``constr``, ``constr_violation``, ``v``,
+        ``jac`` of the constraints, ``lagrangian_grad``, ``optimality``) and the
+        outer and inner iteration counts; its options are ``gtol`` (KKT residual,
+        default 1e-8), ``ctol`` (constraint violation, 1e-8), ``maxiter`` (outer
+        iterations), ``inner_maxiter``, ``inner_method``, ``inner_options``,
+        ``initial_penalty``, ``max_penalty``, ``disp`` and ``max_time``.
 
         ``options={"preconditioner": None | "diagonal" | "ichol"}`` on
         newton-cg, trust-ncg, trust-krylov and tron preconditions CG (or
@@ -377,6 +400,9 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
     meth = "_custom" if callable(method) else str(method).lower()
     native = is_native(meth)
     meth = meth.removeprefix("scipy:")
+    if native and METHODS[meth].constraints:
+        return _run_constrained(meth, fun, x0, args, jac, hess, hessp, bounds, constraints,
+                                callback, parse_options(meth, options, tol))
     objective = _as_objective(fun, args, jac, hess, hessp, direct=meth in _NO_JAC)
     box = None
     if native and METHODS[meth].bounds and bounds is not None:
