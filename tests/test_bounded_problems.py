@@ -351,3 +351,17 @@ def test_obstacle_solution_touches_the_obstacle():
     assert np.count_nonzero((lb == 1.0) & (v <= 1.0 + 1e-9)) > 0
     assert np.allclose(v, v[::-1, ::-1], atol=1e-6)
     assert 1.0 < res.fun < float(p.fun(p.x0))
+
+
+@pytest.mark.parametrize("name", GRID + ("minimal-surface", "chained-rosenbrock"))
+def test_benchmark_casadi_forms_match(name):
+    """benchmarks/bounds_report.py writes each objective again in CasADi symbols for
+    IPOPT; both forms give the same value at x0 and at a random point."""
+    pytest.importorskip("casadi")
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks.bounds_report import check_casadi
+
+    assert check_casadi(name) <= 1e-13
