@@ -51,6 +51,8 @@ HERE = Path(__file__).resolve().parent
 GRID_PROBLEMS = ("torsion", "journal-bearing", "obstacle")
 FREE_PROBLEMS = ("minimal-surface", "chained-rosenbrock")
 BOUNDED_SOLVERS = ("tron", "L-BFGS-B", "trust-constr", "ipopt")
+#: compiled kernels, named: the tiered default would run its NumPy tier while they compile
+ENGINE = "numba"
 FREE_SOLVERS = ("tron", "newton-cg", "trust-ncg", "trust-krylov", "L-BFGS-B", "ipopt")
 
 
@@ -274,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     # kernels (tron's, newtonad's CG and line searches) are not timed in the first run
     for name in args.problems:
         tiny = problems.get(name, 36)
-        tiny_obj = nad.Objective(tiny.fun)
+        tiny_obj = nad.Objective(tiny.fun, engine=ENGINE)
         for solver in (BOUNDED_SOLVERS if tiny.bounds is not None else FREE_SOLVERS):
             if args.solvers is None or solver in args.solvers:
                 run_one(solver, tiny, tiny_obj, 1.0, 1e-3, 30.0, 50, args.ipopt_max_n)
@@ -286,10 +288,11 @@ def main(argv: list[str] | None = None) -> int:
     for size in (int(float(s)) for s in args.sizes):
         for name in args.problems:
             p = problems.get(name, size if name == "chained-rosenbrock" else square_at_least(size))
-            obj = nad.Objective(p.fun)
+            obj = nad.Objective(p.fun, engine=ENGINE)
             x0 = p.x0 if p.bounds is None else np.clip(p.x0, p.bounds.lb, p.bounds.ub)
             f0, g0 = obj.value_and_grad(x0)          # warm-up: compiled before any timing
             obj.hessp(x0, np.ones_like(x0))
+            obj.linearize_hessp(x0)(np.ones_like(x0))
             pg0 = projected_gradient_norm(x0, np.asarray(g0), p.bounds)
             solvers = [s for s in (BOUNDED_SOLVERS if p.bounds is not None else FREE_SOLVERS)
                        if args.solvers is None or s in args.solvers]

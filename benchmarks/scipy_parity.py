@@ -4,7 +4,8 @@ For every unconstrained problem (scalable ones at ``--n``, default 1000) and eve
 native method (newton-cg, trust-ncg, trust-krylov, trust-exact), one process runs
 ``newtonad.minimize(obj, x0, method=m)`` and ``scipy.optimize.minimize(obj.fun, x0,
 jac=obj.jac, hessp=obj.hessp, method=m)`` (``hess=obj.hess`` for trust-exact) on the
-same ``nad.Objective``, so both see the same derivatives at the same cost. The two
+same ``nad.Objective`` (engine ``numba``), so both see the same derivatives at the
+same cost. The two
 runs alternate which goes first from one problem to the next (interleaved), after one
 warm-up evaluation of the derivatives at x0 (compilation is not timed). Both get the
 same ``maxiter`` (``--maxiter``, default 5000; scipy's own default is 200 n).
@@ -39,6 +40,8 @@ import scipy.optimize
 
 HERE = Path(__file__).resolve().parent
 METHODS = ("newton-cg", "trust-ncg", "trust-krylov", "trust-exact")
+#: compiled kernels, named: the tiered default would run its NumPy tier while they compile
+ENGINE = "numba"
 # trust-exact factorises a dense n x n Hessian on scipy's side: skip it above this n
 DENSE_LIMIT = 3000
 
@@ -81,10 +84,11 @@ def run(names: list[str] | None, methods: list[str], n: int, maxiter: int,
               if names is None or p.name in names]
     rows = []
     for index, p in enumerate(chosen):
-        obj = nad.Objective(p.fun)
+        obj = nad.Objective(p.fun, engine=ENGINE)
         x0 = p.x0
         obj.value_and_grad(x0)                 # warm-up: compile outside the timings
         obj.hessp(x0, np.ones_like(x0))
+        obj.linearize_hessp(x0)(np.ones_like(x0))
         for method in methods:
             if method == "trust-exact" and p.n > DENSE_LIMIT:
                 continue
