@@ -152,6 +152,10 @@ KEYWORD_CASES = {
     np.select: (lambda a, **k: np.select([a > 0.3, a < -0.5], [a, a ** 2], **k),
                 ["condlist", "choicelist"], {"default": [1.5]}),
 }
+if hasattr(np, "trapezoid"):  # NumPy 2
+    KEYWORD_CASES[np.trapezoid] = (lambda a, **k: np.trapezoid(a, **k), ["y"],
+                                   {"x": [np.cumsum(np.abs(X[0])), np.cumsum(np.abs(X), axis=1)],
+                                    "dx": [0.5], "axis": [0, -1]})
 
 # keywords that must give NumPy's value (these were once accepted and ignored)
 MUST_IMPLEMENT = {"where", "initial", "dtype", "keepdims", "axis", "ddof", "correction",

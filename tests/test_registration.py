@@ -4,7 +4,8 @@ fills the dispatch tables, the ``newtonad.numpy`` namespace and Var's methods.
 The expected sets below were computed from the code before the registrations moved to the
 definitions (three hand-kept lists: ``numpy_api``'s tables, ``newtonad/numpy.py``'s imports
 and Var's one-line forwarders), so the move changed no public name. A name added on
-purpose is added here too; a name lost by accident fails.
+purpose is added here too (``trapezoid``, the first function added with one registration);
+a name lost by accident fails.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import newtonad.numpy as nnp
 from newtonad.ad import array_methods, dispatch
 from newtonad.ad.var import Var
 
+from .helpers import check_hvp, check_jvp, check_vjp_vs_jvp
+
 ROOT = Path(__file__).resolve().parent.parent
 
 #: the public names of newtonad.numpy
@@ -42,8 +45,8 @@ NAMESPACE = frozenset("""
     partition percentile positive power prod quantile rad2deg radians ravel reciprocal
     remainder repeat reshape rint roll rot90 round sign sin sinc sinh sort split sqrt
     square squeeze stack std stop_gradient subtract sum swapaxes take take_along_axis
-    tan tanh tensordot tile trace transpose tril triu true_divide trunc var vdot vsplit
-    vstack where zeros_like
+    tan tanh tensordot tile trace transpose trapezoid tril triu true_divide trunc var vdot
+    vsplit vstack where zeros_like
 """.split())
 
 #: the names of newtonad.numpy.linalg
@@ -101,8 +104,8 @@ FUNCTIONS = frozenset("""
     numpy.repeat numpy.reshape numpy.result_type numpy.roll numpy.rollaxis numpy.rot90
     numpy.round numpy.select numpy.shape numpy.sinc numpy.size numpy.sort numpy.split
     numpy.squeeze numpy.stack numpy.std numpy.sum numpy.swapaxes numpy.take
-    numpy.take_along_axis numpy.tensordot numpy.tile numpy.trace numpy.tril numpy.triu
-    numpy.var numpy.vdot numpy.vsplit numpy.vstack numpy.where numpy.zeros_like
+    numpy.take_along_axis numpy.tensordot numpy.tile numpy.trace numpy.trapezoid numpy.tril
+    numpy.triu numpy.var numpy.vdot numpy.vsplit numpy.vstack numpy.where numpy.zeros_like
 """.split())
 
 #: dispatch.METHODS: named implementations
@@ -263,6 +266,33 @@ def test_a_ufunc_registers_by_name_and_a_generalised_ufunc_also_as_function(scra
     assert dispatch.UFUNCS["logaddexp"] is dispatch.UFUNCS["toy"] is toy
     assert dispatch.FUNCTIONS[np.matmul] is toy and np.logaddexp not in dispatch.FUNCTIONS
     assert "toy" not in dispatch.NAMESPACE
+
+
+# ---- the first function added with one registration: np.trapezoid ------------------------------
+
+Y = np.random.default_rng(3).standard_normal((3, 5))
+T1 = np.cumsum(np.abs(Y[0])) + 0.1   # sample points along the last axis
+T2 = np.cumsum(np.abs(Y), axis=0)     # sample points shaped like Y, along axis 0
+
+TRAPEZOID_CALLS = [
+    lambda y: np.trapezoid(y), lambda y: np.trapezoid(y, T1), lambda y: np.trapezoid(y, dx=0.3),
+    lambda y: np.trapezoid(y, T2, axis=0), lambda y: np.trapezoid(y, dx=2.0, axis=0),
+    lambda y: np.trapezoid(y ** 2, x=np.cumsum(np.exp(y[0])), axis=1),  # traced sample points
+]
+
+
+@pytest.mark.skipif(not hasattr(np, "trapezoid"), reason="np.trapezoid is NumPy 2's")
+def test_trapezoid_matches_numpy_and_differentiates(monkeypatch):
+    monkeypatch.setattr(nad.api, "DEFAULT_ENGINE", "numpy")
+    for f in TRAPEZOID_CALLS:
+        traced, _ = nad.jvp(f, Y, np.zeros_like(Y))
+        np.testing.assert_allclose(traced, f(Y), rtol=1e-13, atol=1e-14)
+        check_jvp(f, Y)
+        check_vjp_vs_jvp(f, Y)
+    check_hvp(lambda y: np.sum(np.trapezoid(y ** 2, x=np.cumsum(np.exp(y[0])), axis=1)), Y)
+    # the rule is exact on a straight line: the integral of 2t + 1 over [0, 3]
+    t = np.array([0.0, 0.5, 2.0, 3.0])
+    assert float(nnp.trapezoid(2 * t + 1, t)) == 12.0
 
 
 # ---- what type checkers see ------------------------------------------------------------------

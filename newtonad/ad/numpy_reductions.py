@@ -182,6 +182,26 @@ def logsumexp(a, axis=None, keepdims=False):
     return out
 
 
+@numpy_function(getattr(np, "trapezoid", None))
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """Traced version of numpy.trapezoid: the composite trapezoidal rule along ``axis``.
+
+    Sample points ``x`` (1-D, or shaped like ``y``) or the spacing ``dx`` may be traced too.
+    """
+    y = to_float(y)
+    nd = ndim_of(y)
+    axis = normalize_axis(axis, nd)
+    n = shape_of(y)[axis]
+    if x is None:
+        d = dx
+    elif ndim_of(x) == 1:  # one spacing per interval, broadcast along the other axes
+        d = st.reshape(diff(x), tuple(n - 1 if i == axis else 1 for i in range(nd)))
+    else:
+        d = diff(x, axis=axis)
+    pairs = ew.add(take_range(y, axis, 1, n), take_range(y, axis, 0, n - 1))
+    return sum(ew.mul(ew.mul(d, pairs), 0.5), axis)
+
+
 # ---- scans and differences ---------------------------------------------------------------
 
 @numpy_function(np.cumsum, method="cumsum")
