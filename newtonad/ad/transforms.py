@@ -214,7 +214,9 @@ def _split(program: Program, known: Sequence[bool], n_known_outputs: int,
     needed: list[int] = []
     for step in program.steps:
         if kind[step.output] == "unknown":
-            needed += [i for i in step.inputs if kind[i] == "known"]
+            for i in step.inputs:
+                if kind[i] == "known":
+                    needed.append(i)
     needed += [i for i in program.outputs[n_known_outputs:] if kind[i] == "known"]
     needed = list(dict.fromkeys(needed))
     residuals, recomputed = choose_residuals(program, kind, needed) if remat else (needed, set())
@@ -696,12 +698,14 @@ def _rewrites_nothing(program: Program) -> bool:
                 uniform[out] = value.reshape(())
             continue
         made_by[out] = primitive
-        if ins and all(i in const_slot for i in ins) and \
+        if ins and const_slot.issuperset(ins) and \
                 slots[out].size <= max([1] + [slots[i].size for i in ins]):
             return False
         algebra = primitive.algebra
         if algebra.transparent and ins and ins[0] in uniform:
             uniform[out] = uniform[ins[0]]
+        if not _has_identities(primitive):
+            continue
         if algebra.left_identity is not None or algebra.right_identity is not None \
                 or algebra.scalar_operands:
             a, b = ins
