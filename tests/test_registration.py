@@ -258,14 +258,28 @@ def test_one_decorator_registers_in_every_table(scratch_tables):
     np.testing.assert_array_equal(nad.grad(lambda x: np.ptp(x))(x), [0.0, -1.0, 1.0, 0.0])
 
 
+@pytest.mark.skipif(not hasattr(np, "vecdot"), reason="np.vecdot is NumPy 2's")
 def test_a_ufunc_registers_by_name_and_a_generalised_ufunc_also_as_function(scratch_tables):
-    @dispatch.numpy_function(np.logaddexp, np.matmul, ufunc="toy", name=())
+    @dispatch.numpy_function(np.heaviside, np.vecdot, ufunc="toy", name=())
     def toy(x, y):
         return x
 
-    assert dispatch.UFUNCS["logaddexp"] is dispatch.UFUNCS["toy"] is toy
-    assert dispatch.FUNCTIONS[np.matmul] is toy and np.logaddexp not in dispatch.FUNCTIONS
+    assert dispatch.UFUNCS["heaviside"] is dispatch.UFUNCS["vecdot"] is dispatch.UFUNCS["toy"]
+    assert dispatch.FUNCTIONS[np.vecdot] is toy and np.heaviside not in dispatch.FUNCTIONS
     assert "toy" not in dispatch.NAMESPACE
+
+
+def test_a_second_registration_of_a_name_is_an_error(scratch_tables):
+    """Two functions claiming one name would leave the later one winning silently."""
+    def sum(a, axis=None):
+        return a
+
+    with pytest.raises(ValueError, match=r"numpy\.sum is registered twice, by "
+                                         r"newtonad\.ad\.numpy_reductions\.sum"):
+        dispatch.numpy_function(np.sum)(sum)
+    with pytest.raises(ValueError, match=r"newtonad\.numpy\.sum is registered twice"):
+        dispatch.numpy_function(np.ptp)(sum)
+    assert dispatch.FUNCTIONS[np.sum].__module__ == "newtonad.ad.numpy_reductions"
 
 
 # ---- the first function added with one registration: np.trapezoid ------------------------------

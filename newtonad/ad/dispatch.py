@@ -50,10 +50,25 @@ def _names(value: str | Iterable[str] | None) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
+def _identity(fn: Any) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def _claim(table: dict, key: Any, fn: Callable, where: str) -> None:
+    """``table[key] = fn``; a clear error if another function holds ``key`` already (two
+    registrations of one name: the later would win silently). The same function defined
+    again (a module reloaded) replaces itself."""
+    held = table.get(key)
+    if held is not None and held is not fn and _identity(held) != _identity(fn):
+        raise ValueError(f"{where} is registered twice, by {_identity(held)} and by "
+                         f"{_identity(fn)}: remove one registration, or give the second "
+                         "another name")
+    table[key] = fn
+
+
 def numpy_function(*functions: Any, ufunc: str | Iterable[str] = (),
                    reduce: str | None = None, method: str | Iterable[str] = (),
-                   name: str | Iterable[str] | None = None,
-                   scipy: str | Iterable[str] = ()) -> Callable[[_F], _F]:
+                   name: str | Iterable[str] | None = None) -> Callable[[_F], _F]:
     """Register the decorated function as newtonad's version of NumPy's ``functions``.
 
     The one registration of a function of the NumPy layer: it enters the dispatch tables
@@ -77,8 +92,6 @@ def numpy_function(*functions: Any, ufunc: str | Iterable[str] = (),
     name : str or iterable of str, optional
         Names in :mod:`newtonad.numpy` (``"linalg.solve"`` in its ``linalg``); the
         function's own ``__name__`` by default, ``()`` for none.
-    scipy : str or iterable of str, optional
-        Dotted public names of SciPy functions routed to it (:data:`SCIPY_FUNCTIONS`).
 
     Returns
     -------
@@ -100,22 +113,20 @@ def numpy_function(*functions: Any, ufunc: str | Iterable[str] = (),
             if target is None:
                 continue
             if isinstance(target, np.ufunc):
-                UFUNCS[target.__name__] = fn
+                _claim(UFUNCS, target.__name__, fn, f"the ufunc {target.__name__!r}")
                 if target.signature is None:
                     continue
-            FUNCTIONS[target] = fn
+            _claim(FUNCTIONS, target, fn, qualified_name(target))
         for ufunc_name in _names(ufunc):
-            UFUNCS[ufunc_name] = fn
+            _claim(UFUNCS, ufunc_name, fn, f"the ufunc {ufunc_name!r}")
         if reduce is not None:
-            UFUNC_REDUCE[reduce] = fn
+            _claim(UFUNC_REDUCE, reduce, fn, f"{reduce}.reduce")
         for method_name in _names(method):
-            ARRAY_METHODS[method_name] = fn
+            _claim(ARRAY_METHODS, method_name, fn, f"the method Var.{method_name}")
             for watch in _METHOD_WATCHERS:
                 watch(method_name, fn)
         for public in _names(fn.__name__ if name is None else name):
-            NAMESPACE[public] = fn
-        for dotted in _names(scipy):
-            SCIPY_FUNCTIONS[dotted] = fn
+            _claim(NAMESPACE, public, fn, f"newtonad.numpy.{public}")
         return fn
     return register
 
