@@ -90,3 +90,9 @@ def test_default_rule():
     assert methods.refine_default(small, np.ones(n - 1), None)[0] == "trust-ncg"
     # an objective without sparse Hessians keeps trust-ncg
     assert methods.refine_default(FlatProblem(rosenbrock(), (n,)), x, None)[0] == "trust-ncg"
+    # tron's own default preconditioner follows the same rule
+    from newtonad.solvers.tron import default_preconditioner
+
+    assert default_preconditioner(big, x) == "ichol"
+    assert default_preconditioner(small, np.ones(n - 1)) is None
+    assert default_preconditioner(FlatProblem(rosenbrock(), (n,)), x) is None

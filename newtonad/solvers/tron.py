@@ -60,13 +60,15 @@ from .problem import FlatProblem, HessOperator
 from .start import native_start
 from .trust_region import MAX_TRUST_RADIUS, boundary_intersections, converged
 
-__all__ = ["minimize_tron", "cauchy_point", "subspace_step", "steihaug_cg", "run_native"]
+__all__ = ["minimize_tron", "cauchy_point", "subspace_step", "steihaug_cg", "run_native",
+           "default_preconditioner"]
 
 _EPS = float(np.finfo(float).eps)
 _MU0 = 0.01                       # sufficient decrease of the Cauchy and projected searches
 _ETA0, _ETA1, _ETA2 = 1e-4, 0.25, 0.75
 _SIGMA1, _SIGMA2, _SIGMA3 = 0.25, 0.5, 4.0
 _BACKTRACK, _EXTRAPOLATE = 0.1, 10.0
+_GROW = 2.0
 _MAX_SEARCH = 60                  # trials of one search (each costs a product)
 _MAX_PASSES = 50                  # subspace passes per iteration
 
@@ -346,7 +348,13 @@ def minimize_tron(problem: FlatProblem, x0: np.ndarray, lb: np.ndarray, ub: np.n
             slack = 10.0 * _EPS * max(1.0, abs(f))
             rho = (f - f_new + slack) / (predicted + slack)
         gs = dot(g, s)
-        radius = min(_new_radius(radius, rho, snorm, f, f_new, gs), max_trust_radius)
+        updated = _new_radius(radius, rho, snorm, f, f_new, gs)
+        if rho >= _ETA2 and snorm >= 0.99 * radius:
+            # a very successful step as long as the region: grow it at least by 2, as
+            # Nocedal & Wright's algorithm 4.1 does (Lin & Moré's rule keeps it when the
+            # interpolated minimiser along s is not beyond s)
+            updated = max(updated, _GROW * radius)
+        radius = min(updated, max_trust_radius)
         if rho > _ETA0:
             g_new = problem.jac(x_new)
             if np.isfinite(g_new).all():
@@ -366,19 +374,41 @@ def minimize_tron(problem: FlatProblem, x0: np.ndarray, lb: np.ndarray, ub: np.n
     return monitor.result(status, x, f, g, k, nactive=nactive)
 
 
+def default_preconditioner(problem: FlatProblem, x0: np.ndarray) -> Optional[str]:
+    """tron's preconditioner when the options name none: ``"ichol"`` from
+    :data:`.methods.PRECONDITION_FROM` variables on when the Hessian is sparse (at most
+    :data:`.methods.PRECONDITION_MAX_NNZ` non-zeros per variable), else None.
+
+    Measured on the MINPACK-2 problems at n = 99 856 (this machine, numba engine):
+    obstacle 680 iterations and 39 s without, 47 and 7.6 s with; journal bearing 9 and
+    5.3 s against 6 and 4.4 s; torsion 5 and 5.5 s against 4 and 7.1 s. Without it the
+    steps on obstacle (a minimal surface) are those of an unpreconditioned elliptic
+    operator, short and with mediocre ratios, so the radius cannot grow.
+    """
+    from .methods import PRECONDITION_FROM, PRECONDITION_MAX_NNZ
+
+    if problem.n < PRECONDITION_FROM:
+        return None
+    fits = problem.sparse_hessian_fits(x0, PRECONDITION_MAX_NNZ * problem.n)
+    return "ichol" if fits else None
+
+
 def run_native(problem: FlatProblem, x0: np.ndarray, opts: dict,
                callback: Optional[Callable[[np.ndarray, float], None]],
                bounds: Optional[tuple[np.ndarray, np.ndarray]] = None) -> OptimizeResult:
     """tron as ``minimize`` runs it: ``x0`` projected onto the bounds (as L-BFGS-B
     does), the start checked (:mod:`.start`), then :func:`minimize_tron`.
 
-    ``bounds`` is ``(lb, ub)`` from :func:`.bounds.parse_bounds`, or None.
+    ``bounds`` is ``(lb, ub)`` from :func:`.bounds.parse_bounds`, or None. Without a
+    ``preconditioner`` option, :func:`default_preconditioner` chooses.
     """
     if bounds is None:
         lb, ub = np.full(problem.n, -np.inf), np.full(problem.n, np.inf)
     else:
         lb, ub = bounds
     x0 = project(x0, lb, ub)
+    if "preconditioner" not in opts:
+        opts = dict(opts, preconditioner=default_preconditioner(problem, x0))
     started = _monitor.clock()
     start = native_start(problem, x0)
     if isinstance(start, OptimizeResult):
