@@ -80,9 +80,9 @@ def spy_on_derivatives(monkeypatch):
     real = scipy_bridge._constraint_derivatives
     seen = {"funs": [], "hvp": 0}
 
-    def spy(fun, args=()):
+    def spy(fun, args=(), sparse=False):
         seen["funs"].append(fun)
-        jac, hvp = real(fun, args)
+        jac, hvp = real(fun, args, sparse)
 
         def counted(x, v, p):
             seen["hvp"] += 1

@@ -196,3 +196,18 @@ def test_scipy_directly_with_a_sparse_objectives_hess():
                                   method="trust-constr", options=options)
     assert seen and all(seen)
     _same_solution(res, ref)
+
+
+def test_large_constraint_jacobian_goes_to_trust_constr_sparse():
+    # 1000 dynamics rows x 2000 variables: a dense Jacobian would be 2e6 entries per call;
+    # at n = 1e5 it would not fit in memory
+    from scipy.sparse import issparse
+
+    from newtonad.problems import constrained
+
+    p = constrained.get("cubic-control", 2000)
+    res = nad.minimize(p.fun, p.x0, method="trust-constr", constraints=p.constraints,
+                       options={"maxiter": 200})
+    assert issparse(res.jac[0]) and res.jac[0].shape == (1000, 2000)
+    assert res.jac[0].nnz <= 3 * 1000
+    assert res.fun == pytest.approx(p.fstar, rel=1e-7)

@@ -70,7 +70,7 @@ def uses_gradient(meth: str, jac: Any) -> bool:
     return not (isinstance(jac, str) and meth in _FD_JAC)
 
 
-def _constraint_derivatives(constraint: Callable, args: tuple = ()
+def _constraint_derivatives(constraint: Callable, args: tuple = (), sparse: bool = False
                             ) -> tuple[Callable, Callable]:
     """AD derivatives of a constraint function ``c(x, *args)`` written in numpy.
 
@@ -86,7 +86,9 @@ def _constraint_derivatives(constraint: Callable, args: tuple = ()
     Returns
     -------
     jac : callable
-        ``jac(x) -> J`` of shape ``c(x).shape + x.shape`` (``newtonad.api.jacobian``).
+        ``jac(x) -> J`` of shape ``c(x).shape + x.shape`` (``newtonad.api.jacobian``);
+        with ``sparse``, a ``scipy.sparse.csr_array`` of shape ``(c(x).size, x.size)``
+        from one coloured frame (``jacobian(c, sparse=True)``).
     lagrangian_hvp : callable
         ``lagrangian_hvp(x, v, p) -> ∇²(v @ c)(x) p``: one forward-over-reverse
         pass with the multipliers ``v`` as the single cotangent column
@@ -94,7 +96,7 @@ def _constraint_derivatives(constraint: Callable, args: tuple = ()
     """
     from newtonad.api import hvp, jacobian
 
-    jac_c = jacobian(constraint)
+    jac_c = jacobian(constraint, sparse=sparse)
 
     def jac(x: np.ndarray) -> np.ndarray:
         return jac_c(x, *args)
@@ -174,8 +176,12 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
+#: constraint Jacobians with this many entries or more go to trust-constr sparse
+_SPARSE_JAC_FROM = 1_000_000
+
+
 def _ad_derivatives(fun: Callable, args: tuple, flat: _Flat, x0: np.ndarray, label: str,
-                    with_hess: bool) -> Optional[tuple[Callable, Any]]:
+                    with_hess: bool, sparse_ok: bool = False) -> Optional[tuple[Callable, Any]]:
     """AD derivatives of a constraint on flat vectors, or ``None`` if it cannot be traced.
 
     Constraints written for scipy's finite differences may use ``float(x[0])``,
@@ -194,7 +200,10 @@ def _ad_derivatives(fun: Callable, args: tuple, flat: _Flat, x0: np.ndarray, lab
     """
     xs = flat.x(x0)
     c0 = fun(xs, *args)
-    ad_jac, ad_hvp = _constraint_derivatives(fun, args)
+    # trust-constr takes sparse Jacobians: a large one is formed sparse (a dense one of
+    # 1e5 rows and columns would not fit in memory)
+    sparse = sparse_ok and np.size(c0) * flat.n >= _SPARSE_JAC_FROM
+    ad_jac, ad_hvp = _constraint_derivatives(fun, args, sparse=sparse)
     try:
         ad_jac(xs)
         if with_hess and ad_hvp is not None:
@@ -238,7 +247,8 @@ def _nonlinear(fun: Callable, lb: Any, ub: Any, args: tuple, flat: _Flat, meth: 
         kwargs["jac"] = flat.rows(jac, *args)
     elif meth in _CONSTRAINT_JAC:
         with_hess = meth in _CONSTRAINT_HESS and not callable(hess)
-        derived = _ad_derivatives(fun, args, flat, x0, label, with_hess)
+        derived = _ad_derivatives(fun, args, flat, x0, label, with_hess,
+                                  sparse_ok=meth == "trust-constr")
         kwargs["jac"] = "2-point" if derived is None else derived[0]
         if derived is not None and derived[1] is not None:
             hess = derived[1]
