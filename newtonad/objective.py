@@ -31,6 +31,7 @@ The counters ``nfev``, ``njev`` and ``nhev`` count what was really computed.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from typing import Any, Callable, Sequence
 
@@ -147,6 +148,10 @@ class Objective(HessianMatrices):
         # guards on what f reads outside its arguments, one per traced shape (see _check)
         self._guards: tuple = ()
         self._fallback: Any = None  # why f is called directly (UntracedObjective), or None
+        # newtonad's own entry points (minimize, FiniteSum, ...) keep their own ladders:
+        # only an Objective the user made falls back by itself
+        self._may_fall_back = not sys._getframe(1).f_globals.get(
+            "__name__", "").startswith("newtonad.")
 
     # the calling thread's record and runners, for inspection (the methods read _local)
     @property
@@ -203,13 +208,16 @@ class Objective(HessianMatrices):
         raise RuntimeError(_NO_PATH)
 
     def _untraceable(self, error: BaseException, x: np.ndarray) -> None:
-        """``f`` cannot be traced at x: if calling it there works, warn once and become an
+        """``f`` cannot be traced at x: if calling it there works (and the user made this
+        Objective: newtonad's entry points have their own fallbacks), warn once and become an
         :class:`UntracedObjective` (then raise GuardFailed,
         so the call runs again as one); else raise what calling it raised, or ``error``."""
         from ._programs import find_user_stacklevel
         from .fallback import Fallback, is_real_scalar, user_line, warn_fallback
         from .objective_fallback import INSTEAD
 
+        if not self._may_fall_back:  # made by minimize & co: their ladder decides
+            raise error
         value = self.f(x.copy(), *self.args)  # an error of f itself propagates
         if not is_real_scalar(value):
             raise error
@@ -686,7 +694,7 @@ class Objective(HessianMatrices):
         except GuardFailed:  # f branches another way at x
             return self._on_new_path(Objective.hessp, x, p)
 
-    def hess(self, x: Any) -> Any:  # noqa: D102 (HessianMatrices.hess's docstring)
+    def hess(self, x: Any) -> Any:  # noqa: D102 (HessianMatrices.hess's docstring, below)
         try:
             return HessianMatrices.hess(self, x)
         except GuardFailed:  # f branches another way at x
@@ -711,6 +719,11 @@ class Objective(HessianMatrices):
     def __repr__(self) -> str:
         name = getattr(self.f, "__name__", type(self.f).__name__)
         return f"Objective({name}, nfev={self.nfev}, njev={self.njev}, nhev={self.nhev})"
+
+
+# the overrides above only add the retry on another path: HessianMatrices' documentation
+for _name in ("hess", "sparse_hess", "hess_sparsity"):
+    getattr(Objective, _name).__doc__ = getattr(HessianMatrices, _name).__doc__
 
 
 @functools.cache

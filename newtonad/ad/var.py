@@ -220,13 +220,17 @@ class Var(ArrayMethods):
         return int(self._concrete("using a traced value as an index or count").__index__())
 
     def item(self) -> Any:
-        """Traced version of numpy.ndarray.item: eager Vars only (a traced value's number
-        would lose its derivative)."""
+        """Traced version of numpy.ndarray.item: eager Vars only.
+
+        A traced value's number would lose its derivative: refused.
+        """
         return self._concrete("x.item()").item()
 
     def tolist(self) -> Any:
-        """Traced version of numpy.ndarray.tolist: eager Vars only (a traced value's
-        numbers would lose their derivative)."""
+        """Traced version of numpy.ndarray.tolist: eager Vars only.
+
+        A traced value's numbers would lose their derivative: refused.
+        """
         return self._concrete("x.tolist()").tolist()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
