@@ -12,7 +12,12 @@
    Both compiled; each solve timed after a warm-up solve (every path compiled), best of
    a few. Printed: the two times and their ratio (target: at most 1.3).
 
-Run ``python benchmarks/guards.py [--repeat R]``.
+3. The trace cache: the first Objective of a function (trace, derive, compile, a few
+   calls and a short trust-ncg solve), then the same again for the same function and for
+   a new function object of the same code over another captured value. Printed: the
+   times, the derivations each made, and the ratios (target: at most 5 %).
+
+Run ``python benchmarks/guards.py [--repeat R] [--only check|solve|cache]``.
 """
 
 from __future__ import annotations
@@ -140,15 +145,52 @@ def piecewise_solve(repeat: int) -> None:
           f"max |x_if - x_where| = {np.max(np.abs(r_if.x - r_where.x)):.2e}")  # type: ignore[attr-defined]
 
 
+# ---- 3. the trace cache -------------------------------------------------------------------
+
+def make_chained(scale: float) -> Callable:
+    def chained(x: np.ndarray) -> object:
+        return scale * np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+    return chained
+
+
+def first_use(f: Callable, x: np.ndarray) -> float:
+    start = time.perf_counter()
+    obj = nad.Objective(f, engine=ENGINE)
+    obj.value_and_grad(x)
+    obj.hessp(x, np.ones_like(x))
+    obj.hessp(x, np.ones_like(x))
+    nad.minimize(f, x, method="trust-ncg", options={"maxiter": 3})
+    return time.perf_counter() - start
+
+
+def trace_cache() -> None:
+    from newtonad.ad import transforms as tf
+
+    x = np.linspace(-1.0, 1.0, 1000)
+    f = make_chained(3.0)
+    rows = []
+    for what, g in (("first Objective", f), ("same function again", f),
+                    ("new function object, same code", make_chained(2.0))):
+        before = sum(tf.DERIVATIONS.values())
+        rows.append((what, first_use(g, x), sum(tf.DERIVATIONS.values()) - before))
+    print(f"3. trace cache (n = {x.size}, {ENGINE}; a process that compiled these before "
+          "loads kernels from the disk cache)")
+    for what, t, derived in rows:
+        print(f"   {what:32s} {t * 1e3:9.1f} ms  {derived} derivations  "
+              f"{t / rows[0][1] * 100:6.2f} % of the first")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=40)
-    parser.add_argument("--only", choices=("check", "solve"))
+    parser.add_argument("--only", choices=("check", "solve", "cache"))
     options = parser.parse_args()
     if options.only in (None, "check"):
         check_cost(options.repeat)
     if options.only in (None, "solve"):
         piecewise_solve(options.repeat)
+    if options.only in (None, "cache"):
+        trace_cache()
 
 
 if __name__ == "__main__":
