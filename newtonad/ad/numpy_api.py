@@ -24,161 +24,57 @@ Var's ``__array_ufunc__`` and ``__array_function__`` (NEP 13 / NEP 18) and its o
 find it, so ordinary ``np.*`` calls trace; in the :mod:`newtonad.numpy` namespace; and
 among Var's methods. Importing this module loads the seven families (:mod:`.numpy_linalg`
 and :mod:`.numpy_special` build on it and are loaded by :mod:`newtonad.numpy`). It also
-re-exports the layer's functions: ``numpy_api.sum``, ``from .numpy_api import getitem``
-(as :mod:`.numpy_linalg` and :mod:`.numpy_special` use them), and keeps copies of the
-tables as these families left them (:data:`UFUNCS`, :data:`UFUNC_REDUCE`,
-:data:`FUNCTIONS`).
+re-exports the functions other modules use (``npa.sum``, as :mod:`.numpy_linalg` and
+:mod:`.numpy_special` write them) and keeps copies of the tables as these families left
+them (:data:`UFUNCS`, :data:`UFUNC_REDUCE`, :data:`FUNCTIONS`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import dispatch
-from .numpy_base import astype, asvar_or_array, is_var, ndim_of  # noqa: F401
-from .numpy_contractions import (  # noqa: F401
-    diag,
-    diagonal,
-    dot,
-    einsum,
-    inner,
-    matmul,
-    norm,
-    outer,
-    tensordot,
-    trace,
-    vdot,
+# the seven families, imported for their registrations
+from . import (  # noqa: F401
+    dispatch,
+    numpy_base,
+    numpy_contractions,
+    numpy_elementwise,
+    numpy_indexing,
+    numpy_reductions,
+    numpy_shapes,
+    numpy_statistics,
 )
-from .numpy_elementwise import (  # noqa: F401
-    absolute,
-    add,
-    angle,
-    arccos,
-    arcsin,
-    arctan,
-    arctan2,
-    ceil,
-    clip,
-    conjugate,
-    cos,
-    cosh,
-    equal,
+
+# the names other modules use as ``npa.<name>`` (a convenience, not a registration: a new
+# function of the layer needs no line here)
+from .numpy_base import asvar_or_array
+from .numpy_contractions import diagonal, matmul, norm, trace
+from .numpy_elementwise import (
     exp,
     exp2,
-    expm1,
-    floor,
-    greater,
-    greater_equal,
-    hypot,
-    imag,
-    less,
-    less_equal,
     log,
     log1p,
     log2,
-    log10,
-    logaddexp,
-    logical_and,
-    logical_not,
-    logical_or,
     maximum,
-    minimum,
-    multiply,
-    negative,
-    not_equal,
-    positive,
-    power,
-    real,
-    reciprocal,
-    select,
-    sign,
     sin,
-    sinh,
-    sqrt,
     square,
     stop_gradient,
-    subtract,
-    tan,
-    tanh,
-    true_divide,
     where,
 )
-from .numpy_indexing import (  # noqa: F401
-    array_split,
-    dsplit,
-    getitem,
-    hsplit,
-    split,
-    take,
-    take_along_axis,
-    vsplit,
-)
-from .numpy_reductions import (  # noqa: F401
-    cumprod,
-    cumsum,
-    diff,
-    logsumexp,
-    max,
-    mean,
-    min,
-    nanmean,
-    nansum,
-    prod,
-    std,
-    sum,
-    var,
-)
-from .numpy_shapes import (  # noqa: F401
-    append,
+from .numpy_indexing import getitem
+from .numpy_reductions import max, sum
+from .numpy_shapes import (
     array,
-    asarray,
-    atleast_1d,
-    atleast_2d,
-    atleast_3d,
     broadcast_to,
-    column_stack,
-    concatenate,
-    copy,
     expand_dims,
-    flip,
-    fliplr,
-    flipud,
     fold_objects,
-    full_like,
-    hstack,
     moveaxis,
-    ones_like,
-    pad,
     ravel,
-    repeat,
     reshape,
-    roll,
-    rollaxis,
-    rot90,
     squeeze,
     stack,
     swapaxes,
-    tile,
     transpose,
-    vstack,
-    zeros_like,
-)
-from .numpy_statistics import (  # noqa: F401
-    COMPLEX_FFT_REFUSALS,
-    argmax,
-    argmin,
-    argpartition,
-    argsort,
-    average,
-    fftshift,
-    gradient,
-    ifftshift,
-    linspace,
-    median,
-    partition,
-    percentile,
-    quantile,
-    sort,
 )
 
 # ---- what the seven families registered (a copy: numpy_linalg and numpy_special add more) ----
@@ -186,3 +82,9 @@ from .numpy_statistics import (  # noqa: F401
 UFUNCS: dict[str, Any] = dict(dispatch.UFUNCS)
 UFUNC_REDUCE: dict[str, Any] = dict(dispatch.UFUNC_REDUCE)
 FUNCTIONS: dict[Any, Any] = dict(dispatch.FUNCTIONS)
+
+__all__ = ["FUNCTIONS", "UFUNCS", "UFUNC_REDUCE", "array", "asvar_or_array", "broadcast_to",
+           "diagonal", "exp", "exp2", "expand_dims", "fold_objects", "getitem", "log", "log1p",
+           "log2", "matmul", "max", "maximum", "moveaxis", "norm", "ravel", "reshape", "sin",
+           "square", "squeeze", "stack", "stop_gradient", "sum", "swapaxes", "trace",
+           "transpose", "where"]
