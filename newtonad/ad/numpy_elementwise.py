@@ -344,7 +344,14 @@ def where(condition, x=None, y=None):
     return ew.select(condition, x, y)
 
 
-_UNSET = object()
+class _Unset:
+    """The default of a parameter not given (``None`` means something for clip's bounds)."""
+
+    def __repr__(self) -> str:  # what signatures show, in help() and the docs
+        return "<not given>"
+
+
+_UNSET = _Unset()
 
 
 @numpy_function(np.clip, method="clip")
