@@ -29,7 +29,7 @@ from .gc_pause import gc_paused
 from .primitives.core import Frame, UndefPrimal, const_p
 from .primitives.elementwise import add_any, convert, mul
 from .primitives.structural import broadcast_to, zeros
-from .program import ArrayConst, Program, Slot, Step, output_slot
+from .program import _SHAPES, ArrayConst, Program, Slot, Step, output_slot
 from .rebuild import build, rebind
 from .remat import choose as choose_residuals
 from .remat import slot_kinds
@@ -573,9 +573,11 @@ def rewidth(program: Program, old: int, new: int) -> Program | None:
         The program for frames of ``new`` columns, checked by the shape rules; ``None``
         when an array constant has a frame axis or a shape rule disagrees.
     """
-    slots = tuple(s if old not in s.shape else
-                  Slot(tuple(new if n == old else n for n in s.shape), s.dtype)
-                  for s in program.slots)
+    made: dict[Slot, Slot] = {}  # a long program has few distinct slots: resize each once
+    for s in set(program.slots):
+        made[s] = s if old not in s.shape else \
+            Slot(tuple(new if n == old else n for n in s.shape), s.dtype)
+    slots = tuple(map(made.__getitem__, program.slots))
     resized = [old in s.shape for s in program.slots]
     steps = []
     try:
@@ -586,8 +588,12 @@ def rewidth(program: Program, old: int, new: int) -> Program | None:
             elif not resized[step.output] and not any([resized[i] for i in step.inputs]):
                 steps.append(step)  # nothing of it resized: its shape rule still holds
                 continue
-            in_slots = tuple(slots[i] for i in step.inputs)
-            if output_slot(step.primitive, in_slots, step.params) != slots[step.output]:
+            in_slots = tuple(map(slots.__getitem__, step.inputs))
+            # output_slot's memo read here first: this runs on nearly every step of a frame
+            expected = _SHAPES.get((step.primitive, in_slots)) if not step.params else None
+            if expected is None:
+                expected = output_slot(step.primitive, in_slots, step.params)
+            if expected != slots[step.output]:
                 return None
             steps.append(step)
     except (_Fixed, ValueError, TypeError):
