@@ -54,7 +54,7 @@ def _build(inputs: Sequence[Var], outputs: Sequence[Any]) -> Program:
     return build(inputs, outputs)
 
 
-def interpret(program: Program, args: Sequence[Any]) -> list[Any]:
+def _interpret(program: Program, args: Sequence[Any]) -> list[Any]:
     """Run ``program`` on Vars by re-applying each step (``trace.interpret``, each step's
     output slot taken from the program)."""
     env: dict[int, Any] = dict(zip(program.inputs, args))
@@ -93,7 +93,7 @@ def _fit(t: Any, shape: tuple[int, ...]) -> Any:
 def select_outputs(program: Program, keep: Sequence[int]) -> Program:
     """The same program returning only the outputs at positions ``keep`` (dead code dropped)."""
     roots = _tracers(program.in_slots)
-    outs = interpret(program, roots)
+    outs = _interpret(program, roots)
     return _build(roots, [outs[i] for i in keep])
 
 
