@@ -423,3 +423,19 @@ def test_a_misspelt_method_is_answered_with_the_nearest_name():
 
     with pytest.raises(ValueError, match=r"trust-krylv \(did you mean 'trust-krylov'\?\)"):
         nad.minimize(lambda x: np.sum(x ** 2), np.ones(2), method="trust-krylv")
+
+
+@pytest.mark.parametrize("method", ["Nelder-Mead", "Powell", "COBYLA"])
+def test_derivative_free_methods_see_the_dtypes_scipy_s_own_give(method):
+    # scipy's Nelder-Mead and COBYLA keep a float32 start's type; Powell mixes in float64
+    def dtypes(solve):
+        seen = set()
+
+        def f(x):
+            seen.add(x.dtype)
+            return float(np.sum((x - 1.0) ** 2))
+
+        solve(f, np.array([5.0, 4.0], dtype=np.float32), method=method)
+        return seen
+
+    assert dtypes(minimize) == dtypes(so.minimize)

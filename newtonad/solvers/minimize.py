@@ -390,6 +390,7 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
     jac_kind(jac)
     hess_kind(hess)
     check_hessp(hessp)
+    given_dtype = getattr(x0, "dtype", None)
     x0 = check_x0(x0)
     if x0.ndim == 0:
         x0 = x0.reshape(1)  # as scipy's np.atleast_1d
@@ -443,6 +444,9 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         raise ValueError(f"Unknown solver {method}{hint}; native methods are "
                          f"{', '.join(NATIVE_METHODS)}"
                          f" and scipy's are {', '.join(SCIPY_METHODS)}")
+    if meth in _NO_JAC and given_dtype is not None and given_dtype.kind == "f":
+        # scipy's derivative-free methods keep a float32 x0's type: fun sees it
+        x0 = x0.astype(given_dtype)
     return _delegate(objective, x0, meth, meth, jac, tol=tol, options=options,
                      callback=callback, bounds=bounds, constraints=constraints)
 
