@@ -19,6 +19,7 @@ array([-0.00990099, -0.00990099])
 
 from . import (  # noqa: F401  (register the problems)
     bounded_grids,
+    constrained,  # constrained problems: their own registry (constrained.get)
     cutest,
     hock_schittkowski,
     luksan,
@@ -27,4 +28,4 @@ from . import (  # noqa: F401  (register the problems)
 )
 from ._registry import Problem, SizeRule, all_problems, get, names
 
-__all__ = ["Problem", "SizeRule", "all_problems", "get", "names"]
+__all__ = ["Problem", "SizeRule", "all_problems", "get", "names", "constrained"]
