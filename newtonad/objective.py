@@ -23,7 +23,7 @@ by value, so scipy's copies of ``x`` still hit the cache, and a caller that chan
 may write into. Under the compiled engines, at a new point of 32 768 entries or more the
 value-and-gradient kernel itself writes the record's copy of x, in the loops that read x,
 and the gradient into a new array that the first caller takes as it is: no pass over
-memory before or after it (issue 13, item 6). A second caller at that point, rare in a
+memory before or after it. A second caller at that point, rare in a
 solver, has the gradient computed again.
 The counters ``nfev``, ``njev`` and ``nhev`` count what was really computed.
 """

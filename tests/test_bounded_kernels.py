@@ -1,4 +1,4 @@
-"""Bounded kernels (issue 13): long programs become chunk functions of bounded size.
+"""Bounded kernels: long programs become chunk functions of bounded size.
 
 Kernels longer than ``kernel_split.MAX_CHUNK_LINES`` lines of code are split into chunk
 functions called by a small driver; loop nests are bounded by the planner

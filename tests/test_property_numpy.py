@@ -1,4 +1,4 @@
-"""Property-based check of the NumPy surface (issue 11).
+"""Property-based check of the NumPy surface.
 
 Hypothesis writes objectives the way people write them: reductions with random ``axis``
 (negative, tuple, omitted), ``keepdims``, ``where=`` and ``initial=``; ``np.linalg.norm``
