@@ -19,10 +19,12 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from . import numpy
+from ._programs import PathsWarning
 from .ad import scipy_dispatch
 from .ad.eager import Var  # Var's public home: the eager graph, whose backward lives there
 from .ad.program import Program
 from .ad.scipy_dispatch import scipy_routing
+from .ad.tracer_errors import ImpureFunctionError
 from .ad.var import TracerBoolError
 from .api import (
     grad,
@@ -76,7 +78,8 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = ["FiniteSum", "Objective", "Program", "TraceFallbackWarning", "TracerBoolError", "Var",
+__all__ = ["FiniteSum", "ImpureFunctionError", "Objective", "PathsWarning", "Program",
+           "TraceFallbackWarning", "TracerBoolError", "Var",
            "grad", "hessian", "hessian_sparsity", "hvp", "jacobian", "jacobian_sparsity", "jvp",
            "least_squares", "linearize", "minimize", "numpy", "problems", "scipy_routing",
            "trace", "value_and_grad", "vjp"]

@@ -271,7 +271,26 @@ class Paths:
 
 
 class PathsWarning(UserWarning):
-    """A function branched on traced values along more paths than are kept."""
+    """A function branched on traced values along more paths than are kept.
+
+    Each path a branch on traced values takes is a program of its own, kept per function
+    and signature up to a bound; past it the least recently used path is dropped and
+    this warning is given once. Write such branches with ``np.where`` instead.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np, newtonad as nad
+    >>> def f(x):  # one path per sign pattern of x: 2**5 of them
+    ...     return sum(xi ** 2 if xi > 0 else -xi for xi in x)
+    >>> signs = np.array([[1 if (k >> i) & 1 else -1 for i in range(5)] for k in range(32)])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     for s in signs:
+    ...         _ = nad.grad(f, engine="numpy")(s * 0.5)
+    >>> any(issubclass(w.category, nad.PathsWarning) for w in caught)
+    True
+    """
 
 
 def find_user_stacklevel() -> int:

@@ -54,6 +54,18 @@ class ImpureFunctionError(TracerBoolError):
 
     ``minimize``, ``least_squares`` and ``Objective`` then call the function directly
     (:class:`~newtonad.TraceFallbackWarning`); the derivative functions raise this.
+
+    Examples
+    --------
+    >>> import numpy as np, newtonad as nad
+    >>> rng = np.random.default_rng(0)
+    >>> def noisy(x):
+    ...     return np.sum(x ** 2) + rng.normal()
+    >>> try:
+    ...     nad.grad(noisy)(np.ones(2))
+    ... except nad.ImpureFunctionError as err:
+    ...     print(type(err).__name__)
+    ImpureFunctionError
     """
 
 def with_scipy_hint(message: str) -> str:
