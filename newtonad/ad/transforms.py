@@ -547,10 +547,17 @@ class _Fixed(Exception):
 
 
 def _resized(value: Any, old: int, new: int) -> Any:
+    """``value`` with every int ``old`` in it made ``new``; ``value`` itself when none is."""
     if value.__class__ is int:
         return new if value == old else value
     if isinstance(value, tuple):
-        return tuple(_resized(v, old, new) for v in value)
+        items = []
+        changed = False
+        for v in value:  # a loop, not a new tuple per level: most params hold no frame axis
+            r = _resized(v, old, new)
+            changed = changed or r is not v
+            items.append(r)
+        return tuple(items) if changed else value
     if isinstance(value, ArrayConst) and old in value.array.shape:
         raise _Fixed
     return value
@@ -579,11 +586,22 @@ def rewidth(program: Program, old: int, new: int) -> Program | None:
             Slot(tuple(new if n == old else n for n in s.shape), s.dtype)
     slots = tuple(map(made.__getitem__, program.slots))
     resized = [old in s.shape for s in program.slots]
+    seen: dict[str, tuple[Any, Any]] = {}  # repr of params -> (params, resized)
     steps = []
     try:
         for step in program.steps:
-            params = _resized(step.params, old, new) if step.params else ()
-            if params != step.params:
+            params = step.params
+            if params:
+                # Long programs repeat a few params thousands of times. The entry is used
+                # when its params are equal and print the same: repr tells 61 from 61.0
+                # and True, which compare equal; equality tells constants that print alike.
+                key = repr(params)
+                entry = seen.get(key)
+                if entry is None or entry[0] != params:
+                    entry = seen[key] = (params, _resized(params, old, new))
+                if entry[1] is not entry[0]:
+                    params = entry[1]
+            if params is not step.params:
                 step = Step(step.primitive, step.inputs, params, step.output)
             elif not resized[step.output] and not any([resized[i] for i in step.inputs]):
                 steps.append(step)  # nothing of it resized: its shape rule still holds
