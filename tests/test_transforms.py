@@ -415,3 +415,22 @@ def test_min_cut_on_a_small_graph():
     for u, v, c in [(s, a, 3), (s, b, 2), (a, b, 1), (a, t, 2), (b, t, 3)]:
         graph.edge(u, v, c)
     assert graph.source_side(s, t) == {s}
+
+
+def test_new_frame_width_keeps_constants_that_print_alike_apart():
+    # two constants whose entries differ past the digits their repr shows: resizing the
+    # frame axes must keep each step's own constant
+    c1 = np.array([0.123456789012, 1.0, 2.0])
+    c2 = np.array([0.123456789034, 1.0, 2.0])
+    assert repr(tf.ArrayConst(c1)) == repr(tf.ArrayConst(c2))
+
+    def f(x):
+        return np.sum(c1 * x ** 3) + np.sum(c2 * np.sin(x) * x)
+
+    x = np.array([0.3, -0.7, 1.1])
+    program = nad.trace(f, x)
+    tf.clear_caches()
+    assert tf._framed("hvp", program, 3) == tf._DIRECT["hvp"](program, 3)
+    H = np.diag(6 * c1 * x + c2 * (2 * np.cos(x) - x * np.sin(x)))
+    V = np.arange(12.0).reshape(3, 4) / 7
+    assert_close(nad.hvp(f, x, V, engine="numpy"), H @ V, 1e-13, 1e-13, "H V")
