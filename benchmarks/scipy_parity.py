@@ -82,6 +82,13 @@ def run(names: list[str] | None, methods: list[str], n: int, maxiter: int,
 
     chosen = [p for p in problems.all_problems(scalable_n=n)
               if names is None or p.name in names]
+    # warm-up: each method once on a small problem, so the solvers' own compiled
+    # kernels are loaded before the first timed run
+    tiny = problems.get("rosenbrock")
+    tiny_obj = nad.Objective(tiny.fun, engine=ENGINE)
+    for method in methods:
+        for side in ("newtonad", "scipy"):
+            _run(side, method, tiny_obj, tiny.x0, 50)
     rows = []
     for index, p in enumerate(chosen):
         obj = nad.Objective(p.fun, engine=ENGINE)
