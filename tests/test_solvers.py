@@ -569,7 +569,7 @@ def test_delegates_slsqp_with_constraint():
 def test_constraint_without_jac_uses_ad_hook(monkeypatch):
     used = []
 
-    def fake_hook(constraint, args):
+    def fake_hook(constraint, args, sparse=False):
         used.append(constraint)
 
         def jac(x):
@@ -595,3 +595,26 @@ def test_counters_and_result_fields():
         assert key in res
     assert (res.nfev, res.njev, res.nhev) == (obj.nfev, obj.njev, obj.nhev)
     assert res.nfev == res.nit + 1  # one value per trial point, none wasted
+
+
+def test_dense_subproblem_step_is_never_worse_than_the_cauchy_step():
+    # a step spoiled by rounding (here: one with a positive model value) is replaced by
+    # the Cauchy step, the decrease a trust-region method needs to converge
+    from newtonad.solvers.exact import DenseTRS, _no_worse_than_cauchy
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((6, 6))
+    h = a @ a.T
+    g = rng.standard_normal(6)
+    radius = 0.5
+
+    def model(p):
+        return float(g @ p + 0.5 * p @ h @ p)
+
+    spoiled = DenseTRS(radius * g / np.linalg.norm(g), 0.0, True, 25)  # uphill
+    fixed = _no_worse_than_cauchy(h, g, radius, spoiled)
+    assert model(fixed.p) < 0.0 and np.linalg.norm(fixed.p) <= radius * (1 + 1e-12)
+    t = min(radius / np.linalg.norm(g), (g @ g) / (g @ h @ g))
+    assert model(fixed.p) == pytest.approx(model(-t * g), rel=1e-12)
+    exact = solve_dense_trs(h, g, radius)
+    assert _no_worse_than_cauchy(h, g, radius, exact) is exact  # a good step is kept

@@ -302,7 +302,32 @@ def solve_dense_trs(h: np.ndarray, g: np.ndarray, radius: float, *, k_easy: floa
     if past(deadline):
         raise DeadlinePassed
     sol = eigen_trs(h, g, radius)
-    return sol._replace(iterations=maxiter)
+    return _no_worse_than_cauchy(h, g, radius, sol._replace(iterations=maxiter))
+
+
+def _no_worse_than_cauchy(h: np.ndarray, g: np.ndarray, radius: float,
+                          sol: DenseTRS) -> DenseTRS:
+    """``sol``, or the Cauchy step where rounding left ``sol`` with less model decrease.
+
+    Near the hard case (an eigenvalue of ``h`` at rounding level) the eigendecomposition's
+    step can come out with a model value above the Cauchy point's, even above 0; a
+    trust-region method needs at least the Cauchy decrease (Nocedal & Wright, 2nd ed.,
+    eq. (4.20)), and with none it would stop on "no predicted decrease".
+    """
+    gnorm = float(np.linalg.norm(g))
+    if gnorm == 0.0:
+        return sol
+    hg = h @ g
+    curvature = float(g @ hg)
+    t = radius / gnorm
+    if curvature > 0.0:
+        t = min(t, gnorm * gnorm / curvature)
+    cauchy = -t * g
+    model = float(g @ sol.p + 0.5 * (sol.p @ (h @ sol.p)))
+    model_cauchy = -t * gnorm * gnorm + 0.5 * t * t * curvature
+    if model <= model_cauchy:
+        return sol
+    return DenseTRS(cauchy, 0.0, bool(t * gnorm >= radius), sol.iterations, sol.lam_lo)
 
 
 def _cholesky(a: np.ndarray, deadline: float) -> tuple[np.ndarray, int]:
