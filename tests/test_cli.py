@@ -502,3 +502,18 @@ def test_docstring_examples_run(module):
 
     result = doctest.testmod(importlib.import_module(f"newtonad.cli.{module}"))
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_problems_list_shows_the_bounded_problems(capsys):
+    code, out, _ = run(capsys, "problems")
+    assert code == 0
+    torsion = next(line for line in out.splitlines() if line.startswith("torsion"))
+    assert " yes " in torsion and "bounds" in out
+
+
+def test_solve_passes_a_bounded_problem_s_bounds_to_the_method(capsys):
+    code, out, _ = run(capsys, "solve", "torsion", "--n", "400", "-m", "tron")
+    assert code == 0 and "success" in out
+    # without -m: newtonad.minimize's choice with bounds, scipy's (L-BFGS-B)
+    code, out, _ = run(capsys, "solve", "hs038")
+    assert code == 0 and "method l-bfgs-b" in out

@@ -29,7 +29,7 @@ def load_problem(name: str, n: Optional[int] = None, *, nearest: bool = False) -
     """
     from newtonad import problems
 
-    known = problems.names()
+    known = problems.names() + problems.names(bounded=True)
     if name not in known:
         raise UsageError(f"unknown problem {name!r}{suggest(name, known)} "
                          "(`newtonad problems` lists all)")
@@ -42,7 +42,9 @@ def load_problem(name: str, n: Optional[int] = None, *, nearest: bool = False) -
                          "leave out --n")
     if nearest and n is not None:
         # all_problems rounds n to each problem's nearest allowed size
-        return next(p for p in problems.all_problems(scalable_n=n) if p.name == name)
+        bounded = name not in problems.names()
+        return next(p for p in problems.all_problems(scalable_n=n, bounded=bounded)
+                    if p.name == name)
     try:
         return problems.get(name, n)
     except ValueError as exc:
@@ -64,11 +66,15 @@ def run(args: argparse.Namespace) -> int:
     from newtonad import problems
 
     table = Table([Column("problem", 26, "<"), Column("n", 5), Column("f*", 10),
-                   Column("scalable", 8, "<"), Column("source", 48, "<")], args.format)
+                   Column("scalable", 8, "<"), Column("bounds", 6, "<"),
+                   Column("source", 48, "<")], args.format)
     def source(text: str) -> str:  # long citations are cut in the text table
         return text if args.format == "markdown" or len(text) <= 48 else text[:45] + "..."
 
-    rows = [[p.name, p.n, fmt_float(p.fstar, 3), "yes" if p.scalable else "no", source(p.source)]
-            for p in problems.all_problems()]
+    # the unconstrained problems, then those with bounds (solve passes them to the method)
+    every = problems.all_problems() + problems.all_problems(bounded=True)
+    rows = [[p.name, p.n, fmt_float(p.fstar, 3), "yes" if p.scalable else "no",
+             "yes" if getattr(p, "bounds", None) is not None else "no", source(p.source)]
+            for p in every]
     print(table.render(rows), file=sys.stdout)
     return 0

@@ -30,11 +30,11 @@ LEAST_SQUARES = "least-squares"
 _SCIPY_PREFIX = "scipy:"
 
 
-def default_method() -> str:
-    """What ``newtonad.minimize(method=None)`` runs without bounds or constraints."""
+def default_method(bounds: Any = None) -> str:
+    """What ``newtonad.minimize(method=None)`` runs without constraints (and ``bounds``)."""
     from newtonad.solvers.minimize import choose_method
 
-    return str(choose_method(None, None, ())).lower()
+    return str(choose_method(None, bounds, ())).lower()
 
 
 def load_minimize() -> Callable[..., Any]:
@@ -49,13 +49,14 @@ def suggest(name: str, choices: list[str]) -> str:
     return did_you_mean(name, choices)
 
 
-def resolve_method(name: Optional[str]) -> str:
+def resolve_method(name: Optional[str], bounds: Any = None) -> str:
     """The canonical (lower-case) form of a method name, or a :class:`UsageError`.
 
     Accepts a native method, any scipy method, ``least-squares`` (the problem's
     residuals to ``newtonad.least_squares``), or ``"scipy:<method>"`` for scipy's
     implementation of a name that is also native. ``None`` is
-    ``newtonad.minimize``'s choice for ``method=None``.
+    ``newtonad.minimize``'s choice for ``method=None`` (for a problem with ``bounds``,
+    its choice with them).
 
     Examples
     --------
@@ -65,7 +66,7 @@ def resolve_method(name: Optional[str]) -> str:
     ('trust-ncg', 'least-squares')
     """
     if name is None:
-        return default_method()
+        return default_method(bounds)
     meth = name.strip().lower()
     bare = meth.removeprefix(_SCIPY_PREFIX)
     if meth.startswith(_SCIPY_PREFIX) and (bare in SCIPY_METHODS or bare == LEAST_SQUARES):

@@ -251,20 +251,20 @@ class _CountedValues:
 
 
 def _scipy_minimize(obj: Any, x0: np.ndarray, method: str, tol: Optional[float],
-                    options: dict, callback: Optional[Callable]) -> Any:
+                    options: dict, callback: Optional[Callable], bounds: Any = None) -> Any:
     """``scipy.optimize.minimize`` fed with the objective's exact derivatives."""
     import scipy.optimize
 
     if method in _SCIPY_NO_JAC:  # obj is the function itself
         return scipy.optimize.minimize(obj, x0, method=method, tol=tol, options=options,
-                                       callback=callback)
+                                       callback=callback, bounds=bounds)
     kwargs: dict[str, Any] = {"jac": obj.jac}
     if method in _SCIPY_HESSP:
         kwargs["hessp"] = obj.hessp
     elif method in _SCIPY_HESS:
         kwargs["hess"] = obj.hess
     return scipy.optimize.minimize(obj.fun, x0, method=method, tol=tol, options=options,
-                                   callback=callback, **kwargs)
+                                   callback=callback, bounds=bounds, **kwargs)
 
 
 def solve(problem: Any, method: str, *, engine: Optional[str] = None, tol: Optional[float] = None,
@@ -302,12 +302,14 @@ def solve(problem: Any, method: str, *, engine: Optional[str] = None, tol: Optio
     try:
         with CompileClock() as clock, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. scipy's "maximum iterations" warnings
+            # a bound-constrained problem's bounds go to the method, as minimize takes them
+            bounds = getattr(problem, "bounds", None)
             if method.startswith("scipy:"):
                 res = _scipy_minimize(obj, problem.x0.copy(), method[len("scipy:"):], tol,
-                                      options, callback)
+                                      options, callback, bounds)
             else:
                 res = minimize(obj, problem.x0.copy(), method=method, tol=tol, options=options,
-                               callback=callback)
+                               callback=callback, bounds=bounds)
     except Exception as exc:  # noqa: BLE001  (a failing solver is a result to report)
         clock.charge(run)
         _log.info("%s on %s raised %s", method, problem.name, exc)

@@ -171,8 +171,8 @@ def run(args: argparse.Namespace) -> int:
     """Solve and print; 0 on success, 1 on failure or a solver error."""
     import newtonad.api
 
-    method = resolve_method(args.method)
     problem = load_problem(args.problem, args.n)
+    method = resolve_method(args.method, getattr(problem, "bounds", None))
     if args.disp_every is not None:  # asking for a stride asks for the table
         args.disp = True
     bare = method.removeprefix("scipy:")
