@@ -13,8 +13,7 @@ import warnings
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
-from scipy.optimize import LinearConstraint, minimize
-from scipy.optimize import approx_fprime
+from scipy.optimize import LinearConstraint, approx_fprime, minimize
 
 import newtonad as nad
 from newtonad.problems import constrained
@@ -62,7 +61,7 @@ def test_objective_and_constraints_trace_with_exact_derivatives(name):
         if isinstance(c, LinearConstraint):
             continue
         J = nad.jacobian(c.fun, engine="numpy")(x)
-        fd = np.array([approx_fprime(x, lambda z, i=i: c.fun(z)[i], 1e-7)
+        fd = np.array([approx_fprime(x, lambda z, i=i, c=c: c.fun(z)[i], 1e-7)
                        for i in range(np.size(c.fun(x)))])
         assert_allclose(J.reshape(fd.shape), fd, rtol=1e-4, atol=1e-5)
 
