@@ -57,3 +57,18 @@ def test_singular_hessian_stops_within_twice_scipys_iterations(rank_one, method)
              else (m * m + 3 * m - 6) / (2 * (2 * m - 3)))
     assert ours.fun == pytest.approx(fstar, rel=1e-12)
     assert theirs.fun == pytest.approx(fstar, rel=1e-12)
+
+
+def test_newton_cg_stops_at_the_noise_floor(rank_one):
+    """newton-cg: scipy's default stops on the step (sum |dx| <= n 1e-5), which the
+    noise floor passes at once; the native method stops on the gradient, and, when
+    its line search keeps accepting steps that lower f by no more than f's rounding
+    and leave |g| as it was, on that (status 2) instead of running to maxiter."""
+    p, obj = rank_one
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = scipy_minimize(obj.fun, p.x0, jac=obj.jac, hessp=obj.hessp,
+                                method="newton-cg", options={"maxiter": MAXITER})
+        ours = nad.minimize(obj, p.x0, method="newton-cg", options={"maxiter": MAXITER})
+    assert ours.nit <= 2 * max(theirs.nit, 1), (ours.nit, theirs.nit, ours.message)
+    assert ours.status == 2 and ours.fun == pytest.approx(theirs.fun, rel=1e-12)

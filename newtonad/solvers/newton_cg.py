@@ -38,6 +38,8 @@ from .problem import FlatProblem, HessOperator
 from .scratch import POOL_FROM, Workspace, borrow, give_back
 from .trust_region import check_start, converged
 
+_EPS = float(np.finfo(float).eps)
+
 __all__ = ["minimize_newton_cg", "truncated_cg", "CGStep", "run_native"]
 
 
@@ -244,7 +246,11 @@ def _newton_cg_loop(problem: FlatProblem, x0: np.ndarray, monitor: Monitor,
         alpha, x_new, f_new, g_new = found
         step_norm = alpha * norm(step.p)
         x, f, f_prev, g = x_new, f_new, f, g_new
-        gnorm = norm(g)
+        # no decrease of f above its rounding and |g| within 10%: rounding noise (a
+        # singular Hessian's noise floor above gtol), which gtol alone never ends
+        gnorm, g_before = norm(g), gnorm
+        stalled = (f_prev - f <= 10.0 * _EPS * max(1.0, abs(f_prev))
+                   and gnorm >= 0.9 * g_before)
         status = monitor.iteration(k, x, f, gnorm, step_norm, step.iterations)
         if status is Status.CALLBACK:
             break
@@ -252,6 +258,8 @@ def _newton_cg_loop(problem: FlatProblem, x0: np.ndarray, monitor: Monitor,
             status = Status.SUCCESS
         elif xtol is not None and alpha * asum(step.p) <= n * xtol:
             status = Status.SUCCESS
+        elif stalled:
+            status = Status.NO_PROGRESS
     return monitor.result(status, x, f, g, k)
 
 
