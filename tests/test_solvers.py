@@ -618,3 +618,23 @@ def test_dense_subproblem_step_is_never_worse_than_the_cauchy_step():
     assert model(fixed.p) == pytest.approx(model(-t * g), rel=1e-12)
     exact = solve_dense_trs(h, g, radius)
     assert _no_worse_than_cauchy(h, g, radius, exact) is exact  # a good step is kept
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_hard_case_step_goes_along_the_null_direction_the_way_the_model_falls(sign):
+    # H singular, g almost orthogonal to its null vector e0: the step reaches the boundary
+    # along e0, with the sign that makes g . p smaller, whichever sign g's tiny part has
+    from newtonad.solvers.exact import eigen_trs
+
+    h = np.diag([0.0, 1.0, 2.0])
+    g = np.array([sign * 1e-12, 1.0, 1.0])
+    radius = 10.0
+    sol = eigen_trs(h, g, radius)
+
+    def model(p):
+        return float(g @ p + 0.5 * p @ h @ p)
+
+    flipped = sol.p * np.array([-1.0, 1.0, 1.0])
+    assert sol.hits_boundary and np.linalg.norm(sol.p) == pytest.approx(radius)
+    assert model(sol.p) <= model(flipped)
+    assert np.sign(sol.p[0]) == -sign

@@ -185,7 +185,9 @@ def eigen_trs(h: np.ndarray, g: np.ndarray, radius: float) -> DenseTRS:
         coef = np.zeros_like(gh)
         coef[resolvable] = -gh[resolvable] / (mu[resolvable] + lo)
         tau = math.sqrt(max(radius * radius - coef @ coef, 0.0))
-        coef[np.flatnonzero(~resolvable)[0]] += tau
+        null = np.flatnonzero(~resolvable)[0]
+        # along the null direction the model changes by tau (g . z): go the way it falls
+        coef[null] -= math.copysign(tau, gh[null])
         return DenseTRS(s @ coef, lo, True, 0, lo)
     a, b = lo, lo + np.linalg.norm(g) / radius + abs(mu).max()
     for _ in range(200):  # bisection on the monotone ‖p(λ)‖
