@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, NonlinearConstraint
 
 from ._registry import SizeRule
 
-Constraint = NonlinearConstraint | LinearConstraint
+Constraint = Union[NonlinearConstraint, LinearConstraint]
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,11 +122,11 @@ class ConstrainedProblem:
 
 
 def _lower(c: Constraint) -> np.ndarray:
-    return np.broadcast_to(np.asarray(c.lb, dtype=float), np.shape(np.asarray(c.ub)))
+    return np.broadcast_to(np.asarray(c.lb, dtype=np.float64), np.shape(np.asarray(c.ub)))
 
 
 def _upper(c: Constraint) -> np.ndarray:
-    return np.broadcast_to(np.asarray(c.ub, dtype=float), np.shape(np.asarray(c.lb)))
+    return np.broadcast_to(np.asarray(c.ub, dtype=np.float64), np.shape(np.asarray(c.lb)))
 
 
 @dataclass(frozen=True)
