@@ -148,6 +148,11 @@ def test_data_never_leave_their_workers(client, logistic_sum):
     sent (the partial sums) is vector-sized."""
     fs = logistic_sum
     chunk_keys = {str(k) for k in fs._keys}
+    # the chunks are persisted in the background: building them from the source arrays may
+    # move those arrays' pieces between workers. That is setup, so one evaluation (which
+    # waits for the chunks) comes before the logs are read
+    fs.fun(np.full(COLS, 0.05))
+    fs._layout = None  # the solve starts with a task round again
 
     def sent(dask_worker):
         return [(str(k), n) for entry in dask_worker.transfer_outgoing_log
