@@ -17,6 +17,7 @@ from scipy.optimize import LinearConstraint, approx_fprime, minimize
 
 import newtonad as nad
 from newtonad.problems import constrained
+from newtonad.problems.minpack2 import surface_area
 
 HS = [name for name in constrained.names() if name.startswith("hs")]
 SCALABLE = {"chained-rosenbrock-trig-exp": 20, "cubic-control": 40,
@@ -84,7 +85,7 @@ def test_surface_gradient_written_by_hand_is_the_area_s_gradient():
     u = rng.standard_normal((6, 6))
     h = 0.2
     g = constrained._surface_area_gradient(u, h)
-    fd = approx_fprime(u.ravel(), lambda v: constrained._surface_area(v.reshape(6, 6), h),
+    fd = approx_fprime(u.ravel(), lambda v: surface_area(v.reshape(6, 6), h),
                        1e-7)
     assert_allclose(g.ravel(), fd, rtol=1e-5, atol=1e-7)
 

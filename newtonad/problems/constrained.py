@@ -23,6 +23,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, NonlinearConstraint
 
 from ._registry import SizeRule
+from .minpack2 import surface_area
 
 Constraint = Union[NonlinearConstraint, LinearConstraint]
 
@@ -549,18 +550,8 @@ def cubic_control(n: int) -> ConstrainedProblem:
         notes="n / 2 equalities (the dynamics), banded Jacobian; x0 = 0 is infeasible")
 
 
-def _surface_area(u: np.ndarray, h: float) -> Any:
-    """Area of the piecewise-linear surface over the triangulated grid ``u`` (m+2, m+2)."""
-    ds = (u[1:, :-1] - u[:-1, :-1]) / h
-    dt = (u[:-1, 1:] - u[:-1, :-1]) / h
-    es = (u[1:, 1:] - u[:-1, 1:]) / h
-    et = (u[1:, 1:] - u[1:, :-1]) / h
-    return 0.5 * h * h * (np.sum(np.sqrt(1.0 + ds * ds + dt * dt))
-                          + np.sum(np.sqrt(1.0 + es * es + et * et)))
-
-
 def _surface_area_gradient(u: np.ndarray, h: float) -> np.ndarray:
-    """The gradient of :func:`_surface_area` in every grid value, written out by hand."""
+    """The gradient of :func:`.minpack2.surface_area` in every grid value, written out by hand."""
     g = np.zeros_like(u)
     ds = (u[1:, :-1] - u[:-1, :-1]) / h
     dt = (u[:-1, 1:] - u[:-1, :-1]) / h
@@ -602,7 +593,7 @@ def loaded_surface_volume(n: int) -> ConstrainedProblem:
     def fun(x):
         inner = np.concatenate([left, x.reshape(m, m), right], axis=1)
         u = np.concatenate([top, inner, bottom], axis=0)
-        return _surface_area(u, h) + load @ x
+        return surface_area(u, h) + load @ x
 
     xstar = u_star[1:-1, 1:-1].ravel()
     volume = h * h * float(np.sum(xstar))

@@ -18,6 +18,20 @@ import numpy as np
 from ._registry import Problem, SizeRule, register
 
 
+def surface_area(u, h: float):
+    """Area of the piecewise-linear surface over the triangulated grid ``u`` of spacing ``h``.
+
+    Each cell is split into a lower triangle (corner (i, j), legs to (i+1, j) and
+    (i, j+1)) and an upper one (corner (i+1, j+1), legs to (i, j+1) and (i+1, j)).
+    """
+    ds = (u[1:, :-1] - u[:-1, :-1]) / h
+    dt = (u[:-1, 1:] - u[:-1, :-1]) / h
+    es = (u[1:, 1:] - u[:-1, 1:]) / h
+    et = (u[1:, 1:] - u[1:, :-1]) / h
+    return 0.5 * h * h * (np.sum(np.sqrt(1.0 + ds * ds + dt * dt))
+                          + np.sum(np.sqrt(1.0 + es * es + et * et)))
+
+
 @register("minimal-surface", SizeRule(default=100, minimum=1, square=True))
 def minimal_surface(n: int) -> Problem:
     """Minimal-surface area over an m x m interior grid, n = m^2 unknowns."""
@@ -31,14 +45,7 @@ def minimal_surface(n: int) -> Problem:
     def fun(x):
         inner = np.concatenate([left, x.reshape(m, m), right], axis=1)
         u = np.concatenate([top, inner, bottom], axis=0)          # (m+2, m+2)
-        # lower triangles: corner (i, j), legs to (i+1, j) and (i, j+1)
-        ds = (u[1:, :-1] - u[:-1, :-1]) / h
-        dt = (u[:-1, 1:] - u[:-1, :-1]) / h
-        # upper triangles: corner (i+1, j+1), legs to (i, j+1) and (i+1, j)
-        es = (u[1:, 1:] - u[:-1, 1:]) / h
-        et = (u[1:, 1:] - u[1:, :-1]) / h
-        return 0.5 * h * h * (np.sum(np.sqrt(1.0 + ds * ds + dt * dt))
-                              + np.sum(np.sqrt(1.0 + es * es + et * et)))
+        return surface_area(u, h)
     return Problem(name="minimal-surface", n=n, fun=fun, x0=np.zeros(n),
                    fstar=None, xstar=None,
                    source="MINPACK-2 minimal surface area (Averick, Carter, Moré "
