@@ -23,6 +23,18 @@ def surface_area(u, h: float):
 
     Each cell is split into a lower triangle (corner (i, j), legs to (i+1, j) and
     (i, j+1)) and an upper one (corner (i+1, j+1), legs to (i, j+1) and (i+1, j)).
+
+    Parameters
+    ----------
+    u : array_like, shape (m + 2, m + 2)
+        Heights on the full grid, boundary included (NumPy or traced values).
+    h : float
+        Grid spacing.
+
+    Returns
+    -------
+    scalar
+        The sum of the triangles' areas ``(h^2 / 2) sqrt(1 + u_s^2 + u_t^2)``.
     """
     ds = (u[1:, :-1] - u[:-1, :-1]) / h
     dt = (u[:-1, 1:] - u[:-1, :-1]) / h

@@ -219,6 +219,18 @@ def default_preconditioner(split: _Split, x: np.ndarray) -> Optional[str]:
     products. Below ``50 n`` entries from the constraints the incomplete Cholesky
     factor cut the products of every scalable problem of ``newtonad.problems.constrained``
     by 10x or more (``benchmarks/constrained_report.py``).
+
+    Parameters
+    ----------
+    split : _Split
+        The constraint rows.
+    x : ndarray
+        A point (the patterns do not depend on it).
+
+    Returns
+    -------
+    str or None
+        ``"ichol"`` or None; None too when a constraint cannot be traced.
     """
     try:
         entries = sum(int(np.sum(r.row_counts(x).astype(np.int64) ** 2)) for r in split.rows)
