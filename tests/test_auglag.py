@@ -179,3 +179,13 @@ def test_method_table_lists_auglag_as_a_method_of_constraints_and_bounds():
     entry = METHODS["auglag"]
     assert entry.constraints and entry.bounds and entry.runner().__name__ == "run_constrained"
     assert any(row["method"] == "auglag" for row in method_rows())
+
+
+def test_default_preconditioner_is_ichol_for_banded_rows_and_none_for_a_dense_row():
+    from newtonad.solvers.auglag import _as_rows, _Split, default_preconditioner
+
+    for name, n, expected in [("cubic-control", 400, "ichol"),
+                              ("loaded-surface-volume", 400, None)]:
+        p = constrained.get(name, n)
+        split = _Split([_as_rows(c, p.x0) for c in p.constraints])
+        assert default_preconditioner(split, p.x0) == expected
