@@ -132,7 +132,7 @@ class SparseRosenbrock:
 
 def test_sparse_trust_exact_factorises_nothing_past_the_deadline(clock, monkeypatch):
     costly(monkeypatch, FlatProblem, "sparse_hess", clock, 1.0, "hess")
-    original = sparse_exact._factoriser
+    original = sparse_exact.factoriser
 
     def factoriser(*args, **kwargs):
         factorise = original(*args, **kwargs)
@@ -141,7 +141,7 @@ def test_sparse_trust_exact_factorises_nothing_past_the_deadline(clock, monkeypa
             clock.step("factorisation", 0.3)
             return factorise(lam)
         return timed
-    monkeypatch.setattr(sparse_exact, "_factoriser", factoriser)
+    monkeypatch.setattr(sparse_exact, "factoriser", factoriser)
     res = minimize(SparseRosenbrock(), rosen_start(30), method="trust-exact",
                    options={"max_time": MAX_TIME})
     assert_stopped_in_time(res, clock, ["hess", "factorisation"])

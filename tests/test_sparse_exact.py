@@ -230,11 +230,11 @@ def test_banded_near_null_and_indefinite_bound_are_the_dense_paths():
     from scipy.linalg import cholesky
 
     from newtonad.solvers.exact import _indefinite_bound, _near_null_vector
-    from newtonad.solvers.sparse_factors import _factoriser
+    from newtonad.solvers.sparse_factors import factoriser
 
     n = 30
     h = _banded(n, [(1, 1.0), (2, -0.4)], np.linspace(0.2, 3.0, n))
-    factorise = _factoriser(h, "BANDED")
+    factorise = factoriser(h, "BANDED")
     lam = 4.0  # positive definite (diagonally dominant): the near-null estimate
     fac = factorise(lam)
     assert fac.definite
@@ -246,7 +246,7 @@ def test_banded_near_null_and_indefinite_bound_are_the_dense_paths():
     np.testing.assert_allclose(fac.curvature(z), z @ a @ z, rtol=1e-12)
     # indefinite: the bound from the leading minor where Cholesky stops
     shifted = h - 3.0 * sp.eye_array(n, format="csr")
-    fac = _factoriser(shifted, "BANDED")(0.0)
+    fac = factoriser(shifted, "BANDED")(0.0)
     assert not fac.definite
     from scipy.linalg import lapack
     u, info = lapack.dpotrf(shifted.toarray(), lower=0, clean=1)
@@ -300,10 +300,10 @@ def test_the_envelope_bounds_the_natural_cholesky_factor():
 
 
 def test_near_null_leaves_the_superlu_factor_alone():
-    from newtonad.solvers.sparse_factors import _factoriser
+    from newtonad.solvers.sparse_factors import factoriser
 
     h, _ = _random_sparse_symmetric(40, 2, 8.0)
-    fac = _factoriser(h, "MMD_AT_PLUS_A")(0.5)
+    fac = factoriser(h, "MMD_AT_PLUS_A")(0.5)
     assert fac.definite
     before = fac.lu.U.toarray()
     first = fac.near_null()
@@ -335,10 +335,10 @@ def test_ldl_factor_against_the_dense_spectrum(lam):
     """QDLDL's factor of H + λI: definite iff the smallest eigenvalue is positive; else a
     Rayleigh quotient (so at least the smallest eigenvalue, at most 0) gives the bound;
     solves and the near-null estimate hold, through refactorisations at other λ."""
-    from newtonad.solvers.sparse_factors import _factoriser
+    from newtonad.solvers.sparse_factors import factoriser
 
     h, _ = _random_sparse_symmetric(50, 3, -1.0)
-    factorise = _factoriser(h, "AMD")
+    factorise = factoriser(h, "AMD")
     factorise(1.0)  # the solver is refactorised below, not rebuilt
     fac = factorise(lam)
     a = h.toarray() + lam * np.eye(50)

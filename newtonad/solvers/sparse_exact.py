@@ -55,7 +55,7 @@ from .exact import (
 )
 from .linalg import dot, norm
 from .monitor import DeadlinePassed, past
-from .sparse_factors import _Factor, _factoriser, bandwidth, choose_ordering
+from .sparse_factors import Factor, bandwidth, choose_ordering, factoriser
 from .trust_region import boundary_intersections, run_trust_region
 
 _EPS = float(np.finfo(float).eps)
@@ -172,9 +172,9 @@ def solve_sparse_trs(h: Any, g: np.ndarray, radius: float, *, k_easy: float = 1e
         bounds = sparse_bounds(h)
     if ordering is None:
         ordering = choose_ordering(h)
-    factorise_now = _factoriser(h, ordering, factor_cache)
+    factorise_now = factoriser(h, ordering, factor_cache)
 
-    def factorise(lam: float) -> _Factor:
+    def factorise(lam: float) -> Factor:
         if past(deadline):  # a factorisation is the expensive step: not past the limit
             raise DeadlinePassed
         return factorise_now(lam)
@@ -183,7 +183,7 @@ def solve_sparse_trs(h: Any, g: np.ndarray, radius: float, *, k_easy: float = 1e
     lo = max(lo, lam_lo)
     lam = 0.0 if lo == 0.0 else _safeguarded(lo, hi)
     tiny = n * _EPS * bounds.inf
-    fac: Optional[_Factor] = None
+    fac: Optional[Factor] = None
     last: Optional[DenseTRS] = None
     for it in range(1, maxiter + 1):
         if fac is None:

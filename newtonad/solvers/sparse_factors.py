@@ -1,6 +1,6 @@
 """How ``H + λI`` is factorised for sparse trust-exact, for every λ of one subproblem.
 
-A factor answers what the Moré–Sorensen iteration asks (:class:`_Factor`): is
+A factor answers what the Moré–Sorensen iteration asks (:class:`Factor`): is
 ``H + λI`` positive definite, and if not, how far λ must grow (the Rayleigh bound of
 the first non-positive pivot); solves; ``pᵀ(H + λI)⁻¹p``; the LINPACK near-null vector
 of the hard case. Three factorisations, chosen once per pattern by
@@ -30,7 +30,8 @@ except ImportError:  # pragma: no cover - a dependency; SuperLU's MMD ordering i
 
 from .linalg import dot, norm
 
-__all__ = ["choose_ordering", "bandwidth", "NATURAL_FILL", "NATURAL_ENTRIES"]
+__all__ = ["choose_ordering", "bandwidth", "factoriser", "Factor", "NATURAL_FILL",
+           "NATURAL_ENTRIES"]
 
 def _splu(a: Any, ordering: str) -> Any:
     return splinalg.splu(a, permc_spec=ordering, diag_pivot_thresh=0.0,
@@ -112,7 +113,7 @@ def choose_ordering(h: Any) -> str:
             else "MMD_AT_PLUS_A")
 
 
-class _Factor:
+class Factor:
     """``H + λI`` factorised, or the first pivot that shows it is not positive definite.
 
     ``first_bad`` is the order of the leading minor found not positive definite (``n``
@@ -158,14 +159,14 @@ def _linpack_near_null(r: Any, solve_r: Any) -> tuple[float, np.ndarray]:
     return (norm(y) / wn) ** 2, w / wn
 
 
-class _LUFactor(_Factor):
+class _LUFactor(Factor):
     """SuperLU run as LDLᵀ (module docstring) in a fill-reducing order."""
 
     def __init__(self, h: Any, shifted: Any, diagonal: np.ndarray, lam: float,
                  ordering: str) -> None:
         super().__init__(h, lam)
         a = shifted.copy()
-        a.data[diagonal] += lam  # H + λI in CSC: the diagonal is stored (see _factoriser)
+        a.data[diagonal] += lam  # H + λI in CSC: the diagonal is stored (see factoriser)
         try:
             self.lu = _splu(a, ordering)
         except RuntimeError:  # an exactly zero pivot: singular, so not positive definite
@@ -215,7 +216,7 @@ def _with_stored_diagonal(h: Any) -> tuple[Any, np.ndarray]:
     return shifted, np.flatnonzero(shifted.indices == cols)
 
 
-class _BandFactor(_Factor):
+class _BandFactor(Factor):
     """LAPACK's banded Cholesky ``H + λI = UᵀU`` in the natural order (``dpbtrf``)."""
 
     def __init__(self, h: Any, band: np.ndarray, lam: float) -> None:
@@ -265,7 +266,7 @@ class _BandFactor(_Factor):
         return _linpack_near_null(r.tocsr(), lambda y: self._solve_u(y, self.n, "N"))
 
 
-class _LDLFactor(_Factor):
+class _LDLFactor(Factor):
     """QDLDL's ``P(I + L)D(I + L)ᵀPᵀ`` of ``H + λI`` in an AMD order ``P``; positive
     definite iff ``D > 0``. One solver per Hessian: a new λ refactorises it numerically,
     so a factor is valid only until the next λ (the λ iteration holds one at a time)."""
@@ -323,12 +324,27 @@ def _upper_band(h: Any) -> np.ndarray:
     return band
 
 
-def _factoriser(h: Any, ordering: str,
-                cache: Optional[dict] = None) -> Callable[[float], _Factor]:
-    """``λ -> factorisation of H + λI``, with the work that does not depend on λ done once
-    (band storage, or :func:`_with_stored_diagonal`). With ``"AMD"``, ``cache``
-    (a dict kept for the run) carries QDLDL's symbolic analysis from one Hessian to the
-    next while the pattern stays the same."""
+def factoriser(h: Any, ordering: str,
+                cache: Optional[dict] = None) -> Callable[[float], Factor]:
+    """Return ``λ -> factorisation of H + λI``, with the work that does not depend on λ
+    done once (band storage, or :func:`_with_stored_diagonal`).
+
+    Parameters
+    ----------
+    h : scipy sparse matrix, shape (n, n)
+        The symmetric Hessian.
+    ordering : str
+        ``"BANDED"``, ``"AMD"`` or a SuperLU ``permc_spec`` (``"NATURAL"``,
+        ``"MMD_AT_PLUS_A"``), as :func:`choose_ordering` returns.
+    cache : dict, optional
+        With ``"AMD"``, a dict kept for the run: it carries QDLDL's symbolic analysis
+        from one Hessian to the next while the pattern stays the same.
+
+    Returns
+    -------
+    callable
+        ``factorise(lam) -> Factor``.
+    """
     if ordering == "AMD":
         return _ldl_factoriser(h, {} if cache is None else cache)
     if ordering == "BANDED":
@@ -338,7 +354,7 @@ def _factoriser(h: Any, ordering: str,
     return lambda lam: _LUFactor(h, shifted, diagonal, lam, ordering)
 
 
-def _ldl_factoriser(h: Any, cache: dict) -> Callable[[float], _Factor]:
+def _ldl_factoriser(h: Any, cache: dict) -> Callable[[float], Factor]:
     """QDLDL on the upper triangle of ``H + λI`` (every diagonal entry stored): ordered and
     analysed once per pattern, refactorised numerically for each λ and each Hessian."""
     upper, diagonal = _with_stored_diagonal(sparse.triu(h, format="coo"))
