@@ -39,8 +39,11 @@ _XTRAP_LOWER = 1.1
 _XTRAP_UPPER = 4.0
 _BISECT_IF_ABOVE = 0.66
 _MAX_TRIALS = 100
-# the bounds and tolerance :func:`wolfe` searches with (scipy's Newton-CG uses the same)
-_STPMIN, _STPMAX, _XTOL = 1e-100, 1e10, 1e-14
+# the bounds and tolerance :func:`wolfe` searches with: those of scipy's
+# line_search_wolfe1 (MINPACK-2's dcsrch), which scipy's Newton-CG calls with its
+# defaults; a step capped at 50 keeps a step taken on negative curvature from
+# crossing many basins of a periodic objective
+_STPMIN, _STPMAX, _XTOL = 1e-8, 50.0, 1e-14
 
 
 def _cubic_minimiser(a: float, fa: float, da: float, b: float, fb: float, db: float,

@@ -127,7 +127,7 @@ def _started(z: np.ndarray, j: int) -> np.ndarray:
     return z
 
 
-def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e-5,
+def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: Optional[float] = None,
                        xtol: Optional[float] = None, maxiter: Optional[int] = None,
                        c1: float = 1e-4, c2: float = 0.9, max_time: Optional[float] = None,
                        disp: bool = False, return_all: bool = False,
@@ -143,10 +143,12 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
         The objective on flat vectors.
     x0 : ndarray, shape (n,)
         Starting point (finite).
-    gtol : float
-        Stop when the Euclidean norm of the gradient is below this.
+    gtol : float, optional
+        Stop when the Euclidean norm of the gradient is below this: 1e-5 by
+        default, 0 when ``xtol`` is given, so that a caller who sets scipy's
+        option gets scipy's stopping rule, which has no gradient test.
     xtol : float, optional
-        scipy's test: also stop when the step's 1-norm is at most ``n * xtol``.
+        scipy's test: stop when the step's 1-norm is at most ``n * xtol``.
         Off by default: that test stops scipy's Newton-CG far from the minimum
         on badly scaled problems (chained Rosenbrock, n = 10^4, ends at f = 9.9e3).
     maxiter : int, optional
@@ -177,6 +179,8 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: float = 1e
     if not 0 < c1 < c2 < 1:
         raise ValueError(f"need 0 < c1 < c2 < 1, got c1 = {c1}, c2 = {c2}")
     maxiter = 200 * problem.n if maxiter is None else int(maxiter)
+    if gtol is None:
+        gtol = 1e-5 if xtol is None else 0.0
     monitor = Monitor(problem, maxiter=maxiter, max_time=max_time, callback=callback,
                       disp=disp, return_all=return_all, step_label="step",
                       started=started)
@@ -231,6 +235,14 @@ def _newton_cg_loop(problem: FlatProblem, x0: np.ndarray, monitor: Monitor,
                 k += 1
                 monitor.iteration(k, x, f, norm(g), norm(step.p), step.iterations)
             status = Status.MAX_TIME
+            break
+        if xtol is not None and np.array_equal(x + step.p, x):
+            # a step below the rounding of x: scipy's test of the step's 1-norm
+            # against n * xtol holds whatever xtol is, and no search can move x
+            k += 1
+            status = monitor.iteration(k, x, f, gnorm, 0.0, step.iterations)
+            if status is not Status.CALLBACK:
+                status = Status.SUCCESS
             break
         found = _search(problem, x, f, g, step, f_prev, c1, c2)
         if found is None:  # p failed: fall back on steepest descent once
