@@ -13,8 +13,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._programs import HESSIAN_INSTEAD, Traced, check_dense, frame_chunks, identity_columns
+from ._programs import (
+    FRAME_BUDGET,
+    HESSIAN_INSTEAD,
+    Traced,
+    check_dense,
+    frame_chunks,
+    identity_columns,
+)
 from .ad import transforms as tf
+from .objective_protocol import dense_hessian
 
 #: Identity frames of up to this many bytes are kept by hess between points (n <= 1448).
 _KEEP_IDENTITY_BYTES = 16 * 2**20
@@ -80,11 +88,7 @@ class HessianMatrices:
             self.nhev += n
             (frame,) = run(x, *data, self._identity_frame(x))
             return frame.reshape(x.shape + x.shape)
-        out = np.empty((n, n))
-        lin = self.linearize_hessp(x)
-        for a, b in chunks:
-            E = identity_columns(n, a, b)
-            out[:, a:b] = lin(E.reshape(x.shape + (b - a,))).reshape(n, b - a)
+        out = dense_hessian(self.linearize_hessp(x), x.shape, block_elements=FRAME_BUDGET)
         return out.reshape(x.shape + x.shape)
 
     def _identity_frame(self, x: np.ndarray) -> np.ndarray:

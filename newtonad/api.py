@@ -19,6 +19,7 @@ import numpy as np
 
 from ._programs import (
     _NO_PATH,
+    FRAME_BUDGET,
     HESSIAN_INSTEAD,
     PATH_RETRIES,
     GuardFailed,
@@ -41,6 +42,7 @@ from .ad import numpy_api as npa
 from .ad import transforms as tf
 from .ad.program import Program
 from .ad.var import Var, const_var
+from .objective_protocol import dense_hessian
 from .sparse_derivatives import (
     hessian_sparsity,
     jacobian_sparsity,
@@ -512,11 +514,8 @@ def hessian(f: Callable, *, engine: str | None = None, sparse: bool = False) -> 
             return _jacobian_traced(grad(g), x_, args)
         n = x_.size
         check_dense(n, n, "nad.hessian", HESSIAN_INSTEAD)
-        out = np.empty((n, n))
-        for a, b in frame_chunks(n, n):
-            E = identity_columns(n, a, b)
-            frame = E.reshape(x_.shape + (b - a,))
-            out[:, a:b] = hvp(g, x_, frame, args, engine=engine).reshape(n, b - a)
+        out = dense_hessian(lambda frame: hvp(g, x_, frame, args, engine=engine), x_.shape,
+                            block_elements=FRAME_BUDGET)
         return out.reshape(x_.shape + x_.shape)
 
     return hess

@@ -56,6 +56,7 @@ from ._programs import (
 )
 from ._static_args import bind_static
 from .ad import transforms as tf
+from .objective_protocol import Capabilities
 
 #: From this many entries the value-and-gradient kernel writes the copy of a new point
 #: (see with_copy_of_x) and the gradient for the caller into a new array. Below, serial
@@ -152,6 +153,44 @@ class Objective(HessianMatrices):
         # only an Objective the user made falls back by itself
         self._may_fall_back = not sys._getframe(1).f_globals.get(
             "__name__", "").startswith("newtonad.")
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the objective computes (all of the objective protocol, by AD).
+
+        Returns
+        -------
+        Capabilities
+            Every method is its own; ``sparse_requested`` is ``sparse``.
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> caps = nad.Objective(lambda x: np.sum(x ** 2), sparse=True).capabilities
+        >>> caps.products, caps.sparse_hess, caps.sparse_requested
+        (True, True, True)
+        """
+        return Capabilities(value_and_grad=True, linearized_products=True, reuse_output=True,
+                            products=True, hess=True, sparse_hess=True,
+                            sparse_requested=self.sparse)
+
+    def counters(self) -> dict[str, int]:
+        """Return the evaluations made: ``nfev``, ``njev`` and ``nhev`` (products).
+
+        Returns
+        -------
+        dict of str to int
+            Each counter by its name (the attributes of the same names).
+
+        Examples
+        --------
+        >>> import numpy as np, newtonad as nad
+        >>> obj = nad.Objective(lambda x: np.sum(x ** 2))
+        >>> _ = obj.value_and_grad(np.ones(3))
+        >>> obj.counters()
+        {'nfev': 1, 'njev': 1, 'nhev': 0}
+        """
+        return {"nfev": self.nfev, "njev": self.njev, "nhev": self.nhev}
 
     # the calling thread's record and runners, for inspection (the methods read _local)
     @property

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ._programs import as_frame
+from .objective_protocol import dense_hessian
 
 __all__ = ["UntracedMethods"]
 
@@ -136,7 +137,8 @@ class UntracedMethods:
     def hess(self, x: Any) -> Any:  # noqa: D102
         x = self._check(x)
         n = x.size
-        H = self.linearize_hessp(x)(np.eye(n).reshape(x.shape + (n,))).reshape(n, n)
+        # one frame of all n columns: the products are differences, no kernel to size
+        H = dense_hessian(self.linearize_hessp(x), x.shape, block_elements=n * n)
         H = 0.5 * (H + H.T)
         if self.sparse:
             import scipy.sparse

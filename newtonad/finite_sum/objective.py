@@ -32,6 +32,7 @@ from typing import Any, Callable, Hashable
 import numpy as np
 
 from .._programs import as_frame, as_point
+from ..objective_protocol import Capabilities, dense_hessian
 from .cluster import resolve_client, shutdown
 from .data import check_data, row_blocks
 from .reduce import reduce_in_tree
@@ -168,6 +169,25 @@ class FiniteSum:
         self._functions = {f: pickle.dumps(f) for f in (value_and_grad_here, hvp_here)}
 
     # ---- properties ---------------------------------------------------------------
+    #: the objective protocol's declaration: no sparse Hessian
+    capabilities = Capabilities(value_and_grad=True, linearized_products=True, products=True,
+                                hess=True)
+
+    def counters(self) -> dict[str, int]:
+        """Return the evaluations made: ``nfev``, ``njev`` and ``nhev`` (products).
+
+        Returns
+        -------
+        dict of str to int
+            Each counter by its name (the attributes of the same names).
+
+        Examples
+        --------
+        >>> fs.counters()  # doctest: +SKIP
+        {'nfev': 0, 'njev': 0, 'nhev': 0}
+        """
+        return {"nfev": self.nfev, "njev": self.njev, "nhev": self.nhev}
+
     @property
     def n_chunks(self) -> int:
         """Number of row chunks the data are split into.
@@ -523,13 +543,8 @@ class FiniteSum:
         >>> H = fs.hess(np.zeros(3))  # doctest: +SKIP
         """
         w = self._evaluate(w)[0]
-        n = w.size
-        out = np.empty((n, n))
-        for a in range(0, n, _HESS_BLOCK):
-            b = min(n, a + _HESS_BLOCK)
-            eye = np.zeros((n, b - a))
-            eye[np.arange(a, b), np.arange(b - a)] = 1.0
-            out[:, a:b] = self.hessp(w, eye.reshape(w.shape + (b - a,))).reshape(n, b - a)
+        out = dense_hessian(lambda V: self.hessp(w, V), w.shape,
+                            block_elements=_HESS_BLOCK * w.size)
         return out.reshape(w.shape + w.shape)
 
     # ---- lifetime ---------------------------------------------------------------------

@@ -35,6 +35,7 @@ from scipy.optimize import HessianUpdateStrategy
 from scipy.sparse import issparse
 from scipy.sparse.linalg import LinearOperator
 
+from ..objective_protocol import Capabilities, as_objective, dense_hessian, function_name
 from .finite_diff import (
     FD_METHODS,
     gradient_by_differences,
@@ -43,7 +44,11 @@ from .finite_diff import (
 )
 
 __all__ = ["CombinedObjective", "DirectObjective", "HessianFallbackWarning", "jac_kind",
-           "hess_kind", "check_hessp", "gives_derivatives"]
+           "hess_kind", "check_hessp", "gives_derivatives", "given_derivatives",
+           "differences_gradient", "NO_DERIVATIVES"]
+
+#: ``given`` of an objective the caller gave no derivative for
+NO_DERIVATIVES: dict[str, Any] = {"jac": None, "hess": None, "hessp": None}
 
 
 class HessianFallbackWarning(UserWarning):
@@ -202,8 +207,10 @@ class CombinedObjective:
         if self._protocol and self.jac_kind == "with_fun":
             raise ValueError("jac=True means fun(x) returns (f, gradient), but fun is an "
                              "objective with its own jac; drop jac=True")
-        self._fun = fun
         self._make_ad = make_ad
+        if self._protocol:  # a hand-written objective: read through the declared interface
+            fun = as_objective(fun)
+        self._fun = fun
         self._ad: Any = fun if self._protocol else None
         self._values = _PointCache()
         self._matrix = _PointCache()
@@ -225,7 +232,7 @@ class CombinedObjective:
 
         def first_output(x: Any, *args: Any) -> Any:
             return fun(x, *args)[0]
-        first_output.__name__ = getattr(fun, "__name__", "fun")
+        first_output.__name__ = function_name(fun)
         return first_output
 
     @property
@@ -238,8 +245,7 @@ class CombinedObjective:
     def _ad_count(self, name: str) -> int:
         if self._ad is None:
             return 0
-        value = getattr(self._ad, name, None)
-        return int(value) if isinstance(value, (int, np.integer)) else 0
+        return int(self._ad.counters().get(name, 0))
 
     # ---- value and gradient --------------------------------------------------------
     def _user_value(self, x: np.ndarray) -> float:
@@ -265,8 +271,7 @@ class CombinedObjective:
         """``(f(x), ∇f(x))``, each from its source; cached per point."""
         kind = self.jac_kind
         if kind == "ad":
-            return self.ad.value_and_grad(x) if hasattr(self.ad, "value_and_grad") else (
-                self.ad.fun(x), self.ad.jac(x))
+            return self.ad.value_and_grad(x)
         cache = self._values.at(x)
         if "g" not in cache:
             if kind == "with_fun":
@@ -458,10 +463,8 @@ class CombinedObjective:
 
     def _ad_operator(self, x: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
         ad = self.ad
-        if hasattr(ad, "linearize_hessp"):
+        if ad.capabilities.products:
             return ad.linearize_hessp(x)
-        if callable(getattr(ad, "hessp", None)):
-            return lambda v: ad.hessp(x, v)
         h = np.asarray(ad.hess(x), dtype=np.float64).reshape(x.size, x.size)
         return lambda v: self._apply(h, v, x.size)
 
@@ -494,17 +497,18 @@ class CombinedObjective:
         if self.hess_kind != "ad":
             h = self._dense(self._matrix_at(x), n)
         else:  # identity columns, a block at a time: AD frames, or the caller's products
-            op = self.linearize_hessp(x)
-            h = np.empty((n, n))
-            block = max(1, min(n, 2**22 // max(n, 1)))
-            for start in range(0, n, block):
-                stop = min(n, start + block)
-                eye = np.zeros((n, stop - start))
-                eye[np.arange(start, stop), np.arange(stop - start)] = 1.0
-                h[:, start:stop] = op(eye.reshape(x.shape + (stop - start,))).reshape(n, -1)
+            h = dense_hessian(self.linearize_hessp(x), x.shape)
         return h.reshape(x.shape + x.shape)
 
-    # ---- counters ------------------------------------------------------------------------
+    # ---- the objective protocol's declaration and counters -----------------------------------
+    #: every method is given (``hess`` from products where the caller gave no matrix)
+    capabilities = Capabilities(value_and_grad=True, linearized_products=True, products=True,
+                                hess=True)
+
+    def counters(self) -> dict[str, int]:
+        """``nfev``, ``njev``, ``nhev`` and ``nhvp`` as the properties below count them."""
+        return {"nfev": self.nfev, "njev": self.njev, "nhev": self.nhev, "nhvp": self.nhvp}
+
     @property
     def nfev(self) -> int:
         """Evaluations of ``f`` (the caller's function, or AD passes when AD gives values)."""
@@ -540,9 +544,9 @@ class DirectObjective:
     there, which then costs no call: the caller's count of calls equals scipy's ``nfev``.
     """
 
-    given = {"jac": None, "hess": None, "hessp": None}
-    #: read by the scipy bridge: scipy differences ``fun`` itself (its jac=None default)
-    direct = True
+    given = NO_DERIVATIVES
+    #: only ``fun``: scipy differences it itself (its jac=None default)
+    capabilities = Capabilities(gradient=False)
 
     def __init__(self, fun: Callable, args: tuple) -> None:
         self._fun = fun
@@ -550,6 +554,10 @@ class DirectObjective:
         self._kept: Optional[list] = None  # [point's bytes, value, uses left]
         self._first = True
         self.nfev = 0
+
+    def counters(self) -> dict[str, int]:
+        """``nfev``: the calls of ``fun``."""
+        return {"nfev": self.nfev}
 
     def seed(self, x: np.ndarray, value: Any) -> None:
         """Take ``value = fun(x)``, already called by the caller, as the value at the
@@ -575,3 +583,17 @@ class DirectObjective:
             self._first = False
             self._kept = [x.tobytes(), value, 1]
         return value
+
+
+def given_derivatives(objective: Any) -> dict[str, Any]:
+    """The ``jac``, ``hess`` and ``hessp`` the caller gave for ``objective`` (all ``None``
+    unless ``minimize`` built it from the caller's derivatives)."""
+    if isinstance(objective, (CombinedObjective, DirectObjective)):
+        return objective.given
+    return NO_DERIVATIVES
+
+
+def differences_gradient(objective: Any) -> bool:
+    """Whether the gradient of ``objective`` is differenced by newtonad (a
+    finite-difference ``jac`` keyword for a method that takes only a callable)."""
+    return isinstance(objective, CombinedObjective) and objective.jac_kind == "fd"

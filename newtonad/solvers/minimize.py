@@ -10,11 +10,13 @@ from scipy.optimize import BFGS, OptimizeResult, OptimizeWarning
 from scipy.sparse import issparse
 
 from .._suggest import did_you_mean
+from ..objective_protocol import as_objective, function_name, is_objective
 from .bounds import parse_bounds
 from .derivatives import (
     CombinedObjective,
     DirectObjective,
     check_hessp,
+    differences_gradient,
     gives_derivatives,
     hess_kind,
     jac_kind,
@@ -29,7 +31,7 @@ from .methods import (
 )
 from .monitor import Status, wrap_callback
 from .options import check_options_type, check_tol, parse_options
-from .problem import FlatProblem, check_x0, has_objective_protocol
+from .problem import FlatProblem, check_x0
 from .scipy_bridge import (
     _HESS,
     _HESSP,
@@ -59,6 +61,17 @@ def _check_arguments(options: Any, tol: Any, callback: Any) -> None:
                         f"{_short_repr(callback)}")
 
 
+def _dtype_of(x0: Any) -> Optional[np.dtype]:
+    """The dtype of an array ``x0`` (NumPy's, or any array-like's as NumPy reads it), or
+    ``None`` for a sequence or a scalar of Python's."""
+    if isinstance(x0, (list, tuple, int, float, complex, bool)):
+        return None
+    try:
+        return np.asarray(x0).dtype
+    except (TypeError, ValueError):  # check_x0 says what is wrong with it
+        return None
+
+
 def _make_ad(args: tuple) -> Callable[[Callable], Any]:
     def make(f: Callable) -> Any:
         from newtonad.objective import Objective  # lazily: the AD core is imported on demand
@@ -76,7 +89,7 @@ def _as_objective(fun: Any, args: tuple, jac: Any, hess: Any, hessp: Any,
     ``Objective(fun, args)`` (all derivatives by AD) if no derivative is given,
     else a :class:`.CombinedObjective` of the caller's derivatives and AD.
     """
-    protocol = has_objective_protocol(fun)
+    protocol = is_objective(fun)
     if protocol and args:
         raise ValueError("args must be empty when fun is already an objective (it has "
                          "fun/jac/hessp); bind the arguments when you construct it")
@@ -88,7 +101,7 @@ def _as_objective(fun: Any, args: tuple, jac: Any, hess: Any, hessp: Any,
         return DirectObjective(fun, args)
     if gives_derivatives(jac, hess, hessp):
         return CombinedObjective(fun, args, jac, hess, hessp, _make_ad(args), protocol)
-    return fun if protocol else _make_ad(args)(fun)
+    return as_objective(fun) if protocol else _make_ad(args)(fun)
 
 
 def _no_ad(f: Callable) -> Any:
@@ -110,7 +123,7 @@ def _traceable(objective: Any, fun: Any, args: tuple, x: np.ndarray) -> Any:
 
     ad = objective
     if isinstance(objective, CombinedObjective):
-        if objective.jac_kind != "ad" or has_objective_protocol(fun):
+        if objective.jac_kind != "ad" or is_objective(fun):
             return None
         ad = objective.ad
     if not isinstance(ad, Objective):
@@ -144,7 +157,7 @@ def _fallback_objective(fun: Any, args: tuple, hess: Any, hessp: Any, meth: str,
         instead = "scipy's '2-point' finite differences for the gradient" + (
             " and a quasi-Newton BFGS() Hessian" if quasi_newton else "")
     objective.seed(x, fallback.value)
-    warn_fallback(getattr(fun, "__name__", type(fun).__name__), fallback, instead,
+    warn_fallback(function_name(fun), fallback, instead,
                   stacklevel=3)
     return objective
 
@@ -185,7 +198,7 @@ def _run_constrained(meth: str, fun: Any, x0: np.ndarray, args: tuple, jac: Any,
                      hessp: Any, bounds: Any, constraints: Any, callback: Optional[Callable],
                      opts: dict) -> OptimizeResult:
     """A native method of constraints (``auglag``): it builds its own objective from ``fun``."""
-    if not callable(fun) or has_objective_protocol(fun):
+    if not callable(fun) or is_objective(fun):
         raise TypeError(f"method {meth!r} needs fun(x, *args) -> float written in NumPy (it "
                         f"traces fun with the constraints); got {type(fun).__name__}")
     if gives_derivatives(jac, hess, hessp):
@@ -211,10 +224,12 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
     fun : callable or objective
         Either ``fun(x, *args) -> float`` written in plain NumPy — wrapped as
         ``newtonad.objective.Objective(fun, args)``, which derives the gradient
-        and Hessian-vector products by AD — or any object that already has the
-        objective protocol (``fun(x)``, ``jac(x)`` and ``hessp(x, p)`` or
-        ``hess(x)``; optionally ``value_and_grad``, ``linearize_hessp`` and the
-        counters ``nfev``, ``njev``, ``nhev``), which is used as is.
+        and Hessian-vector products by AD — or an objective: one of the declared
+        interface (:class:`~newtonad.objective_protocol.ObjectiveProtocol`, such as
+        ``Objective`` or ``FiniteSum``), used as is, or any object with ``fun(x)``,
+        ``jac(x)`` and ``hessp(x, p)`` or ``hess(x)`` (optionally
+        ``value_and_grad``, ``linearize_hessp`` and the counters ``nfev``, ``njev``,
+        ``nhev``), adapted once by :func:`~newtonad.objective_protocol.as_objective`.
     x0 : array_like
         Starting point, of any shape; the result's ``x`` has the same shape
         (scipy takes only 1-D ``x0``; a scalar becomes shape ``(1,)`` as in scipy).
@@ -390,7 +405,7 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
     jac_kind(jac)
     hess_kind(hess)
     check_hessp(hessp)
-    given_dtype = getattr(x0, "dtype", None)
+    given_dtype = _dtype_of(x0)
     x0 = check_x0(x0)
     if x0.ndim == 0:
         x0 = x0.reshape(1)  # as scipy's np.atleast_1d
@@ -458,7 +473,7 @@ def _delegate(objective: Any, x0: np.ndarray, method: Any, meth: str, jac: Any,
     if refused is not None:
         return refused
     res = minimize_with_scipy(objective, x0, method, **kwargs)
-    if getattr(objective, "jac_kind", None) == "fd" and meth not in FD_JAC_METHODS:
+    if differences_gradient(objective) and meth not in FD_JAC_METHODS:
         # the gradient was differenced here, not in scipy: count the calls of fun it made
         res.nfev, res.njev = objective.nfev, objective.njev
     return res

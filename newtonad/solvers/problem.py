@@ -1,33 +1,26 @@
 """The solvers' view of an objective: flat float64 vectors and a few callbacks.
 
-Every native solver works on 1-D vectors. :class:`FlatProblem` adapts anything
-that follows the objective protocol of ``newtonad.objective.Objective`` (``fun``,
-``jac``, ``value_and_grad``, ``hessp``, ``linearize_hessp``, ``hess`` and the
-counters ``nfev``, ``njev``, ``nhev``) to that view, reshaping between the user's
-shape and the flat one with views (no copies). Missing optional methods get
-fallbacks built from the others, so a hand-written object with only ``fun``,
-``jac`` and ``hessp`` (or ``hess``) works too.
+Every native solver works on 1-D vectors. :class:`FlatProblem` presents an objective
+of the declared interface (:class:`~newtonad.objective_protocol.ObjectiveProtocol`:
+``fun``, ``jac``, ``value_and_grad``, ``hessp``, ``linearize_hessp``, ``hess``,
+``counters`` and the :class:`~newtonad.objective_protocol.Capabilities` saying which
+of them the objective computes itself) in that view, reshaping between the user's
+shape and the flat one with views (no copies). A hand-written object with only
+``fun``, ``jac`` and ``hessp`` (or ``hess``) is adapted once, by
+:func:`~newtonad.objective_protocol.as_objective`.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
-from typing import Any, Callable
+from typing import Any, Optional
 
 import numpy as np
 from scipy import sparse
 
-__all__ = ["FlatProblem", "has_objective_protocol", "check_x0", "HessOperator"]
+from ..objective_protocol import Capabilities, HessOperator, as_objective, dense_hessian
 
-#: a Hessian linearised at one point: ``V -> H V`` for ``V`` of shape (n,) or (n, k)
-HessOperator = Callable[[np.ndarray], np.ndarray]
-
-
-def has_objective_protocol(f: Any) -> bool:
-    """Whether ``f`` already is an objective (has ``fun``, ``jac`` and ``hessp`` or ``hess``)."""
-    return (callable(getattr(f, "fun", None)) and callable(getattr(f, "jac", None))
-            and (callable(getattr(f, "hessp", None)) or callable(getattr(f, "hess", None))))
+__all__ = ["FlatProblem", "check_x0", "HessOperator"]
 
 
 def check_x0(x0: Any) -> np.ndarray:
@@ -61,18 +54,6 @@ def check_x0(x0: Any) -> np.ndarray:
     return arr
 
 
-def _takes_keyword(fn: Any, name: str) -> bool:
-    """Whether the callable ``fn`` accepts the keyword argument ``name``."""
-    if fn is None:
-        return False
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):  # a builtin or an odd callable: do not guess
-        return False
-    return name in params and params[name].kind in (inspect.Parameter.KEYWORD_ONLY,
-                                                     inspect.Parameter.POSITIONAL_OR_KEYWORD)
-
-
 #: side of the tiles :func:`_symmetrise` works on (two tiles of 256 x 256 float64 fit in L2)
 _TILE = 256
 
@@ -104,10 +85,10 @@ class FlatProblem:
 
     Parameters
     ----------
-    objective : object
-        Anything with ``fun(x)`` and ``jac(x)`` and ``hessp(x, p)`` or ``hess(x)``,
-        on arrays ``x`` of shape ``shape``. Optional: ``value_and_grad(x)``,
-        ``linearize_hessp(x)``, ``hess(x)`` and counters ``nfev``, ``njev``, ``nhev``.
+    objective : ObjectiveProtocol or object
+        An objective on arrays ``x`` of shape ``shape``: one of the declared interface,
+        or anything with ``fun(x)``, ``jac(x)`` and ``hessp(x, p)`` or ``hess(x)``
+        (adapted by :func:`~newtonad.objective_protocol.as_objective`).
     shape : tuple of int
         The shape of the objective's argument (the shape of ``x0``).
     dense_hessian_count : bool
@@ -119,11 +100,23 @@ class FlatProblem:
     Arrays handed to the objective are never modified afterwards by the solvers,
     so an objective may cache on them. Counters are the objective's own when it
     keeps them (they count real evaluations), otherwise the calls made here.
+
+    Attributes
+    ----------
+    objective : ObjectiveProtocol
+        The objective, in the declared interface.
+    capabilities : Capabilities
+        What it computes itself.
+    sparse_ordering : str or None
+        The sparse trust-exact path's factorisation, chosen once per run.
+    sparse_factor_cache : dict or None
+        That path's symbolic analysis, kept for the run.
     """
 
     def __init__(self, objective: Any, shape: tuple[int, ...], *,
                  dense_hessian_count: bool = False) -> None:
-        self.objective = objective
+        self.objective = as_objective(objective)
+        self.capabilities: Capabilities = self.objective.capabilities
         self.shape = tuple(shape)
         self.n = int(np.prod(self.shape, dtype=np.int64))
         self._flat = self.shape == (self.n,)
@@ -133,18 +126,15 @@ class FlatProblem:
         #: how often the objective gave nan or inf: values and gradients at trial
         #: points, and points where the Hessian (or a product with it) was not finite
         self.nonfinite = {"fun": 0, "jac": 0, "hess": 0}
-        self._value_and_grad = getattr(objective, "value_and_grad", None)
-        self._linearize = getattr(objective, "linearize_hessp", None)
+        caps = self.capabilities
         #: whether linearize_hessp takes reuse_output= (newtonad's Objective does)
-        self._reuses_output = _takes_keyword(self._linearize, "reuse_output")
-        self._hessp = getattr(objective, "hessp", None)
-        self._hess = getattr(objective, "hess", None)
+        self._reuses_output = caps.reuse_output
         #: whether the objective counts its products (``nhev``): then :meth:`counts`
         #: reports its count, and products need no counting wrapper here
-        self._counts_products = isinstance(getattr(objective, "nhev", None),
-                                           (int, np.integer))
+        self._counts_products = "nhev" in self.objective.counters()
         #: splu ordering of the sparse trust-exact path, chosen once per run
-        self.sparse_ordering: str | None = None
+        self.sparse_ordering: Optional[str] = None
+        self.sparse_factor_cache: Optional[dict] = None
         #: answers of :meth:`sparse_hessian_fits` by ``max_nnz``
         self._sparse_fits: dict[int, bool] = {}
 
@@ -182,10 +172,7 @@ class FlatProblem:
         self._calls["nfev"] += 1
         self._calls["njev"] += 1
         xs = self.unflatten(x)
-        if self._value_and_grad is None:
-            f, g = self.objective.fun(xs), self.objective.jac(xs)
-        else:
-            f, g = self._value_and_grad(xs)
+        f, g = self.objective.value_and_grad(xs)
         if check:
             if np.size(f) != 1:
                 raise ValueError(f"the objective must return a scalar, but at x0 of shape "
@@ -204,11 +191,12 @@ class FlatProblem:
         """
         xs = self.unflatten(x)
         calls = self._calls
-        if self._linearize is not None:
-            lin = (self._linearize(xs, reuse_output=True) if scratch and self._reuses_output
-                   else self._linearize(xs))
-        elif self._hessp is not None:
-            hessp = self._hessp
+        objective, caps = self.objective, self.capabilities
+        if caps.linearized_products:
+            lin = (objective.linearize_hessp(xs, reuse_output=True)
+                   if scratch and self._reuses_output else objective.linearize_hessp(xs))
+        elif caps.products:
+            hessp = objective.hessp
 
             def lin(v: np.ndarray) -> np.ndarray:
                 return hessp(xs, v)
@@ -240,27 +228,20 @@ class FlatProblem:
         objectives are left alone: their ``linearize_hessp`` may compute at once.
         """
         if self._reuses_output:
-            self._linearize(self.unflatten(x))
+            self.objective.linearize_hessp(self.unflatten(x))
 
     def hess(self, x: np.ndarray) -> np.ndarray:
         """Dense symmetric Hessian at ``x`` as an (n, n) float64 array."""
         n = self.n
         self._calls["nhess"] += 1
-        if self._hess is not None:
-            h = self._hess(self.unflatten(x))
+        if self.capabilities.hess:
+            h = self.objective.hess(self.unflatten(x))
             if sparse.issparse(h):  # Objective(f, sparse=True) on the dense path
                 h = h.toarray()
             # a copy: the objective may keep the array it returned
             h = np.array(h, dtype=np.float64).reshape(n, n)
         else:  # assemble from identity frames, a block of columns at a time
-            lin = self.linearize_hessp(x)
-            h = np.empty((n, n))
-            block = max(1, min(n, 2**22 // max(n, 1)))
-            for start in range(0, n, block):
-                stop = min(n, start + block)
-                eye = np.zeros((n, stop - start))
-                eye[np.arange(start, stop), np.arange(stop - start)] = 1.0
-                h[:, start:stop] = lin(eye)
+            h = dense_hessian(self.linearize_hessp(x), (n,))
         return _symmetrise(h)
 
     def sparse_hess(self, x: np.ndarray) -> Any:
@@ -276,9 +257,9 @@ class FlatProblem:
         """
         from newtonad.ad.sparsity import PatternTooDense
 
-        pattern = getattr(self.objective, "hess_sparsity", None)
-        if pattern is None or getattr(self.objective, "sparse_hess", None) is None:
+        if not self.capabilities.sparse_hess:
             return None
+        pattern = self.objective.hess_sparsity
         if max_nnz is None:
             return pattern(self.unflatten(x))
         try:
@@ -309,9 +290,11 @@ class FlatProblem:
         the number of dense Hessians formed when ``dense_hessian_count`` is set,
         else the objective's ``nhev`` or the products asked here.
         """
-        def theirs(name: str) -> Any:
-            value = getattr(self.objective, name, None)
-            return int(value) if isinstance(value, (int, np.integer)) else None
+        kept = self.objective.counters()
+
+        def theirs(name: str) -> Optional[int]:
+            value = kept.get(name)
+            return None if value is None else int(value)
 
         out = {}
         for name in ("nfev", "njev"):

@@ -34,6 +34,8 @@ from scipy.sparse import issparse
 from scipy.sparse.linalg import LinearOperator
 
 from .._stack import user_stacklevel
+from ..objective_protocol import as_objective, function_name
+from .derivatives import given_derivatives
 
 __all__ = ["minimize_with_scipy", "SCIPY_METHODS", "FD_JAC_METHODS", "ConstraintFallbackWarning",
            "_constraint_derivatives", "uses_gradient"]
@@ -261,7 +263,7 @@ def _nonlinear(fun: Callable, lb: Any, ub: Any, args: tuple, flat: _Flat, meth: 
 
 def _label(index: int, fun: Callable) -> str:
     """How warnings name a constraint: its place in the list and its function's name."""
-    return f"constraint {index} ({getattr(fun, '__name__', type(fun).__name__)})"
+    return f"constraint {index} ({function_name(fun)})"
 
 
 def _prepare_constraints(constraints: Any, meth: str, flat: _Flat, x0: np.ndarray) -> list:
@@ -339,10 +341,11 @@ def _derivative_kwargs(objective: Any, meth: str, flat: _Flat, method: Any) -> d
     Derivatives a method does not use are handed on only when the caller gave
     them, so scipy warns about them as it would.
     """
-    given = getattr(objective, "given", {"jac": None, "hess": None, "hessp": None})
+    given = given_derivatives(objective)
     jac, hess, hessp = given["jac"], given["hess"], given["hessp"]
+    caps = objective.capabilities
     kwargs: dict[str, Any] = {}
-    if meth in _FD_JAC and getattr(objective, "direct", False):
+    if meth in _FD_JAC and not caps.gradient:
         pass  # fun called directly: scipy's own default differences, as for jac=None
     elif meth in _NO_JAC:
         if jac is not None and bool(jac):  # scipy's own warning; fun unpacks (f, g) itself
@@ -353,12 +356,10 @@ def _derivative_kwargs(objective: Any, meth: str, flat: _Flat, method: Any) -> d
     else:
         grad = objective.jac
         kwargs["jac"] = grad if flat.trivial else (lambda x: np.ravel(grad(flat.x(x))))
-    obj_hess = getattr(objective, "hess", None)
-    obj_hessp = getattr(objective, "hessp", None)
-    dense = None if obj_hess is None else (
-        lambda x: _flat_matrix(obj_hess(flat.x(x)), flat.n))
-    product = None if obj_hessp is None else (
-        lambda x, p: np.ravel(obj_hessp(flat.x(x), flat.x(p))))
+    dense = None if not caps.hess else (
+        lambda x: _flat_matrix(objective.hess(flat.x(x)), flat.n))
+    product = None if not caps.products else (
+        lambda x, p: np.ravel(objective.hessp(flat.x(x), flat.x(p))))
     custom = meth == "_custom"
     if not (meth in _HESS or meth in _HESSP or custom):
         # BFGS, L-BFGS-B, ...: a Hessian given goes on only so that scipy warns it is unused
@@ -398,7 +399,7 @@ def _sparse_trust_constr_hess(objective: Any, flat: _Flat, x0: np.ndarray,
     at most 20% non-zeros. ``None`` keeps the Hessian-vector products otherwise, and for
     objectives that give no sparse Hessian (callables of the caller, finite differences).
     """
-    if getattr(objective, "sparse_hess", None) is None:
+    if not objective.capabilities.sparse_hess:
         return None
     from .problem import FlatProblem
     from .sparse_exact import use_sparse_hessian
@@ -439,10 +440,11 @@ def minimize_with_scipy(objective: Any, x0: np.ndarray, method: Any, *, tol: Opt
     OptimizeResult
         scipy's result with ``x`` (and ``jac``) reshaped to x0's shape.
     """
+    objective = as_objective(objective)
     flat = _Flat(x0.shape)
     meth = "_custom" if callable(method) else method
     kwargs = _derivative_kwargs(objective, meth, flat, method)
-    given = getattr(objective, "given", {})
+    given = given_derivatives(objective)
     if meth == "trust-constr" and given.get("hess") is None and given.get("hessp") is None:
         sparse_hess = _sparse_trust_constr_hess(objective, flat, x0, options)
         if sparse_hess is not None:

@@ -83,7 +83,7 @@ def use_sparse_hessian(problem: Any, x0: np.ndarray, disp: bool = False) -> bool
     path, with a note when ``disp`` is set.
     """
     n = problem.n
-    asked = bool(getattr(problem.objective, "sparse", False))
+    asked = problem.capabilities.sparse_requested
     if not (asked or n >= SPARSE_FROM):
         return False
     # Not asked for: give up on the pattern as soon as it is too dense to pay (a dense
@@ -260,15 +260,13 @@ class SparseExactSubproblem(ExactSubproblem):
 
     def _solve_trs(self, h: Any, g: np.ndarray, radius: float, lam_lo: float) -> DenseTRS:
         """The subproblem by :func:`solve_sparse_trs`, in the ordering chosen for the run."""
-        ordering = getattr(self.problem, "sparse_ordering", None)
-        cache = getattr(self.problem, "sparse_factor_cache", None)
+        ordering = self.problem.sparse_ordering
+        cache = self.problem.sparse_factor_cache
         if ordering is None or cache is None:
             ordering, cache = choose_ordering(h), {}
-            try:  # both kept for the run: the pattern does not change
-                self.problem.sparse_ordering = ordering
-                self.problem.sparse_factor_cache = cache
-            except AttributeError:
-                pass
+            # both kept for the run: the pattern does not change
+            self.problem.sparse_ordering = ordering
+            self.problem.sparse_factor_cache = cache
         return solve_sparse_trs(h, g, radius, k_easy=self.k_easy, k_hard=self.k_hard,
                                 maxiter=self.maxiter, bounds=self._bounds, lam_lo=lam_lo,
                                 ordering=ordering, factor_cache=cache,

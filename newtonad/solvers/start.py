@@ -118,10 +118,8 @@ def scipy_start_failure(objective: Any, x0: np.ndarray, uses_gradient: bool,
     g0: Optional[np.ndarray] = None
     if not uses_gradient:
         value = objective.fun(x)
-    elif callable(getattr(objective, "value_and_grad", None)):
-        value, g0 = objective.value_and_grad(x)
     else:
-        value, g0 = objective.fun(x), objective.jac(x)
+        value, g0 = objective.value_and_grad(x)
     if np.size(value) != 1:
         return None
     f0 = float(np.asarray(value, dtype=np.float64).reshape(()))

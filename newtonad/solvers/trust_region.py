@@ -99,6 +99,8 @@ class QuadraticModel:
     #: whether :meth:`solve` works with Hessian-vector products (not a dense Hessian):
     #: then the gradient passes keep the residuals the products need
     uses_products = False
+    #: whether the run's result carries the Hessian at the last point (trust-exact)
+    returns_hess = False
 
     def __init__(self, problem: FlatProblem, x: np.ndarray, fun: Optional[float] = None,
                  jac: Optional[np.ndarray] = None, deadline: float = math.inf,
@@ -125,6 +127,34 @@ class QuadraticModel:
         self._last_decrease = 0.0
         #: inner (CG / Lanczos / factorisation) iterations since last read
         self.inner_iterations = 0
+
+    @classmethod
+    def at_point(cls, problem: FlatProblem, x: np.ndarray, fun: float, jac: np.ndarray,
+                 jac_mag: float, **options: Any) -> QuadraticModel:
+        """The model at ``x`` whose gradient's norm is known already.
+
+        The driver computes ``‖g‖`` at a trial point for its own tests; the model takes
+        it here instead of computing it again. Not a constructor argument: a model that
+        builds an inner model from its options (a preconditioned one) must not hand it
+        on.
+
+        Parameters
+        ----------
+        problem, x, fun, jac
+            As for the class.
+        jac_mag : float
+            ``‖jac‖``.
+        **options
+            The class's other keyword arguments.
+
+        Returns
+        -------
+        QuadraticModel
+            An instance of ``cls``.
+        """
+        model = cls(problem, x, fun, jac, **options)
+        model._g_mag = jac_mag
+        return model
 
     @property
     def fun(self) -> float:
@@ -293,7 +323,7 @@ def check_start(problem: FlatProblem, x0: np.ndarray) -> tuple[float, np.ndarray
 
 
 def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
-                          subproblem: Callable[..., QuadraticModel], *,
+                          subproblem: type[QuadraticModel], *,
                           initial_trust_radius: float = 1.0,
                           max_trust_radius: float = MAX_TRUST_RADIUS, eta: float = 0.15,
                           gtol: float = 1e-4, maxiter: Optional[int] = None,
@@ -333,9 +363,10 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
         The objective on flat vectors.
     x0 : ndarray, shape (n,)
         Starting point (finite).
-    subproblem : callable
-        ``subproblem(problem, x, fun, jac, **subproblem_options)`` returning a
-        :class:`QuadraticModel` whose ``solve`` gives the step.
+    subproblem : type
+        A :class:`QuadraticModel` subclass, built as
+        ``subproblem(problem, x, fun, jac, **subproblem_options)`` at each point (or
+        by :meth:`QuadraticModel.at_point`); its ``solve`` gives the step.
     initial_trust_radius, max_trust_radius, eta, gtol, maxiter : optional
         As in ``scipy.optimize.minimize`` for the trust-region methods, with
         scipy's defaults (``gtol`` 1e-4 on the Euclidean norm of the gradient,
@@ -380,7 +411,7 @@ def minimize_trust_region(problem: FlatProblem, x0: np.ndarray,
 
 
 def _trust_region_loop(problem: FlatProblem, x0: np.ndarray,
-                       subproblem: Callable[..., QuadraticModel], monitor: Monitor,
+                       subproblem: type[QuadraticModel], monitor: Monitor,
                        workspace: Workspace, *, radius0: float, max_trust_radius: float,
                        eta: float, gtol: float, maxiter: int,
                        subproblem_options: Optional[dict],
@@ -388,7 +419,7 @@ def _trust_region_loop(problem: FlatProblem, x0: np.ndarray,
     """The outer loop of :func:`minimize_trust_region` (arguments checked there)."""
     opts = dict(subproblem_options or {}, deadline=monitor.deadline, workspace=workspace)
     if start is None:
-        if getattr(subproblem, "uses_products", False):
+        if subproblem.uses_products:
             problem.expect_products(x0)  # the gradient at x0 then keeps the residuals
         start = check_start(problem, x0)
     f, g = start
@@ -436,8 +467,7 @@ def _trust_region_loop(problem: FlatProblem, x0: np.ndarray,
             if math.isfinite(gg) or np.isfinite(g_new).all():
                 x, f = x_new, f_new
                 x_bound += 2.0 * step_norm  # (boundary steps may overshoot a little)
-                m = subproblem(problem, x, f_new, g_new, **opts)
-                m._g_mag = math.sqrt(gg)  # the model's jac_mag, known already
+                m = subproblem.at_point(problem, x, f_new, g_new, math.sqrt(gg), **opts)
             else:
                 rho = -math.inf
         if rho < 0.25:
@@ -453,7 +483,7 @@ def _trust_region_loop(problem: FlatProblem, x0: np.ndarray,
         elif status is None and (stalled or (radius <= 1e-15 * max(1.0, x_bound)
                                              and radius <= 1e-15 * max(1.0, norm(x)))):
             status = Status.NO_PROGRESS
-    returns_hess = getattr(m, "returns_hess", False)
+    returns_hess = m.returns_hess
     if status is Status.MAX_TIME and not m.has_hess:
         returns_hess = False  # forming it now would overrun the time limit
     extra = {"hess": m.hess} if returns_hess else {}
@@ -461,14 +491,14 @@ def _trust_region_loop(problem: FlatProblem, x0: np.ndarray,
 
 
 def run_trust_region(problem: FlatProblem, x0: np.ndarray,
-                     subproblem: Callable[..., QuadraticModel], opts: dict,
+                     subproblem: type[QuadraticModel], opts: dict,
                      callback: Optional[Callable[[np.ndarray, float], None]],
                      subproblem_options: Optional[dict] = None,
                      started: Optional[float] = None) -> OptimizeResult:
     """A native trust-region run from ``minimize``: the start checked (:mod:`.start`),
     then :func:`minimize_trust_region` with the parsed options ``opts``."""
     started = _monitor.clock() if started is None else started
-    start = native_start(problem, x0, getattr(subproblem, "uses_products", False))
+    start = native_start(problem, x0, subproblem.uses_products)
     if isinstance(start, OptimizeResult):
         return start
     return minimize_trust_region(problem, x0, subproblem, callback=callback,
