@@ -174,10 +174,15 @@ def problem(kind: str, steps: int) -> tuple[Callable, np.ndarray]:
 
 
 def _clear_caches() -> None:
-    """Empty the derived-program caches (only the gradient's in older trees)."""
+    """Empty the derived-program caches (only the gradient's in older trees) and the
+    re-rolled programs (in trees that keep them)."""
+    import newtonad._programs as programs
     from newtonad.ad import transforms as tf
 
     getattr(tf, "clear_caches", tf.grad_program.cache_clear)()
+    rerolled = getattr(programs, "rerolled", None)
+    if rerolled is not None:
+        rerolled.cache_clear()
 
 
 def _derivations() -> int:

@@ -172,7 +172,7 @@ class Traced:
         self.check: Program | None = result.check
         self.decisions = result.decisions
         if reroll.REROLL:  # loops traced term by term, folded into vector steps
-            self.program = reroll.reroll(self.program)
+            self.program = rerolled(self.program)
         self.derived: dict[Any, Any] = shared_derivations(self.program, self.check)
         self.site = (_weak(f), tuple(avals), scalar)
         self._check_run: Callable | None = None
@@ -196,6 +196,25 @@ class Traced:
         if self._check_run is None:
             self._check_run = compile_program(self.check, "numpy")
         return bool(self._check_run(*values)[0])
+
+
+@functools.lru_cache(maxsize=32)
+def rerolled(program: Program) -> Program:
+    """``reroll.reroll(program)``, once per program: a second trace of the same code (a new
+    ``Objective``, a new function object) gives an equal program, and re-rolling a long
+    one costs as much as a tenth of its first derivation.
+
+    Parameters
+    ----------
+    program : Program
+        A traced program.
+
+    Returns
+    -------
+    Program
+        Its loops re-rolled (``program`` itself when it has none).
+    """
+    return reroll.reroll(program)
 
 
 def _value_of(v: Any) -> Any:

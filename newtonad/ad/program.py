@@ -45,6 +45,30 @@ class Slot(NamedTuple):
         return f"{short}[{','.join(map(str, self.shape))}]"
 
 
+#: dtype -> its name: NumPy works ``dtype.name`` out in Python on every access, and tracing
+#: and the transforms ask for it on every constant.
+_DTYPE_NAMES: dict[np.dtype, str] = {}
+
+
+def dtype_name(dtype: np.dtype) -> str:
+    """``dtype.name``, remembered per dtype.
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+        Any NumPy dtype.
+
+    Returns
+    -------
+    str
+        Its name, as ``dtype.name`` gives it (``"float64"``).
+    """
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = dtype.name
+    return name
+
+
 class ArrayConst:
     """A constant array carried in a step's params, hashed by its bytes."""
 

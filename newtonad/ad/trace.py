@@ -26,7 +26,7 @@ from .captures import Guard, walk_captures
 from .gc_pause import gc_paused
 from .math_routing import math_routed
 from .primitives.core import Primitive, const_p
-from .program import ArrayConst, Program, Slot, Step
+from .program import ArrayConst, Program, Slot, Step, dtype_name
 from .purity import watching_draws
 from .tracer_errors import BranchOnTracer, ImpureFunctionError, impure_message
 from .var import (
@@ -143,8 +143,8 @@ def const_params(value: np.ndarray) -> dict[str, Any]:
     """Params of a ``const`` step: scalars inline, arrays by digest."""
     value = np.asarray(value)
     if value.shape == ():
-        return {"value": value.item(), "dtype": value.dtype.name}
-    return {"value": ArrayConst(value), "dtype": value.dtype.name}
+        return {"value": value.item(), "dtype": dtype_name(value.dtype)}
+    return {"value": ArrayConst(value), "dtype": dtype_name(value.dtype)}
 
 
 def interpret(program: Program, args: Sequence[Any]) -> list[Any]:

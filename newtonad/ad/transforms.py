@@ -27,7 +27,7 @@ import numpy as np
 
 from .gc_pause import gc_paused
 from .primitives.core import Frame, UndefPrimal, const_p
-from .primitives.elementwise import add_any, convert, mul
+from .primitives.elementwise import add_any, convert, mul, mul_p
 from .primitives.structural import broadcast_to, zeros
 from .program import _SHAPES, ArrayConst, Program, Slot, Step, output_slot
 from .rebuild import build, rebind
@@ -162,6 +162,9 @@ def fold_scalings(program: Program, known: Sequence[bool],
             readers[i] = readers.get(i, 0) + 1
     for i in program.outputs:
         readers[i] = readers.get(i, 0) + 1
+    if _folds_nothing(program, kind, readers):
+        # recording it again would give it back step for step (a pass over every step)
+        return program if keep is None else _selected(program, keep)
 
     roots = _tracers(program.in_slots)
     env: dict[int, Any] = dict(zip(program.inputs, roots))
@@ -191,6 +194,49 @@ def fold_scalings(program: Program, known: Sequence[bool],
             out.shape != program.slots[step.output].shape else out
     outputs = program.outputs if keep is None else [program.outputs[j] for j in keep]
     return _build(roots, [env[i] for i in outputs])
+
+
+def _folds_nothing(program: Program, kind: dict[int, str], readers: dict[int, int]) -> bool:
+    """Whether :func:`fold_scalings` would record ``program`` (one :func:`build` recorded)
+    as it is: no chain to merge, and every scaling it would rewrite as ``mul(u, k)``
+    already one.
+
+    Read from the slots, as :func:`_rewrites_nothing` reads them: each scaling rule is
+    asked about tracers of the step's input slots (what it returns depends only on which
+    inputs are unknown and on their abstract values). A step of constant operands that
+    re-binding would fold counts as a change.
+    """
+    slots = program.slots
+    probes: dict[Slot, Var] = {}
+    const_slot: set[int] = set()
+    scaled: set[int] = set()  # the slots fold_scalings records as scalings
+    for step in program.steps:
+        primitive, ins, out = step.primitive, step.inputs, step.output
+        if primitive is const_p:
+            const_slot.add(out)
+            continue
+        if ins and const_slot.issuperset(ins) and \
+                slots[out].size <= max([1] + [slots[i].size for i in ins]):
+            return False
+        scaling = primitive.algebra.scaling
+        if scaling is None or kind[out] != "unknown":
+            continue
+        args = []
+        for i in ins:
+            probe = probes.get(slots[i])
+            if probe is None:
+                probe = probes[slots[i]] = new_tracer(slots[i])
+            args.append(probe)
+        split = scaling([kind[i] == "unknown" for i in ins], args)
+        if split is None:
+            continue
+        u = ins[split[0]]
+        if u in scaled and readers[u] == 1:
+            return False  # a chain to merge
+        scaled.add(out)
+        if not isinstance(split[1], float) and (primitive is not mul_p or split[0] != 0):
+            return False  # recorded as mul(u, k): not this step
+    return True
 
 
 class _Split(NamedTuple):
@@ -308,12 +354,12 @@ def transpose_program(program: Program, linear: Sequence[bool]) -> Program:
     each pulling its output's cotangent back with its transpose rule, and a slot read
     by several steps sums the cotangents that reach it (fan-out accumulation).
     """
-    lin_slots = {i for i, is_lin in zip(program.inputs, linear) if is_lin}
+    lin_in = [i for i, is_lin in zip(program.inputs, linear) if is_lin]
     fixed_in = [i for i, is_lin in zip(program.inputs, linear) if not is_lin]
     roots = _tracers([program.slots[i] for i in fixed_in])
     cts_in = _tracers([Slot(program.slots[i].shape, "float64") for i in program.outputs])
+    lin_slots = set(lin_in)
     env = dict(zip(fixed_in, roots))
-
     linear_steps = []
     for step in program.steps:
         if any(i in lin_slots for i in step.inputs):
@@ -321,9 +367,20 @@ def transpose_program(program: Program, linear: Sequence[bool]) -> Program:
             linear_steps.append(step)
         else:
             env[step.output] = rebind(step, [*map(env.__getitem__, step.inputs)], program.slots)
+    outs = _pull_back(program.slots, linear_steps, lin_slots, env, program.outputs, cts_in,
+                      lin_in)
+    return _build(roots + cts_in, outs)
 
+
+def _pull_back(slots: Sequence[Slot], linear_steps: Sequence[Step], lin_slots: set[int],
+               env: dict[int, Any], outputs: Sequence[int], cts_in: Sequence[Var],
+               lin_in: Sequence[int]) -> list[Any]:
+    """The reverse pass of :func:`transpose_program`: the cotangents ``cts_in`` of
+    ``outputs`` pulled back through ``linear_steps`` (in program order; they write the
+    slots ``lin_slots`` beside the linear inputs ``lin_in``) to each of ``lin_in``; the
+    non-linear values the rules read are in ``env``."""
     ct_env: dict[int, Any] = {}
-    for i, ct in zip(program.outputs, cts_in):
+    for i, ct in zip(outputs, cts_in):
         if i in lin_slots:
             ct_env[i] = add_any(ct_env.get(i), ct)
     for step in reversed(linear_steps):
@@ -333,13 +390,40 @@ def transpose_program(program: Program, linear: Sequence[bool]) -> Program:
         if step.primitive.transpose is None:
             raise ValueError(f"cannot transpose: {step.primitive} is not linear, but the program "
                              "applies it to a linear input")
-        args = [UndefPrimal(program.slots[i]) if i in lin_slots else env[i] for i in step.inputs]
+        args = [UndefPrimal(slots[i]) if i in lin_slots else env[i] for i in step.inputs]
         cts = step.primitive.transpose(ct, *args, **step.kwargs)
         for i, c in zip(step.inputs, cts):
             if c is not None and i in lin_slots:
                 ct_env[i] = add_any(ct_env.get(i), c)
-    outs = [ct_env[i] if i in ct_env else zeros(program.slots[i].shape)
-            for i, is_lin in zip(program.inputs, linear) if is_lin]
+    return [ct_env[i] if i in ct_env else zeros(slots[i].shape) for i in lin_in]
+
+
+def _transposed_unknown_half(program: Program, split: _Split, n_known_outputs: int) -> Program:
+    """``transpose_program`` of the program :func:`_unknown_half` records (without
+    ``remat``), made in one pass over ``program`` without recording that one.
+
+    The unknown half is linear in the unknown inputs; its steps are ``program``'s
+    unknown steps in the same order (and the constant ones, recomputed), so its
+    reverse pass is theirs. Returns the program from the known inputs, the residuals and
+    one cotangent per remaining output to one cotangent per unknown input.
+    """
+    kind, slots = split.kind, program.slots
+    roots = _tracers([slots[i] for i in split.known_in + split.residuals])
+    env = dict(zip(split.known_in + split.residuals, roots))
+    lin_slots = set(split.unknown_in)
+    linear_steps = []
+    for step in program.steps:
+        if step.output in env:
+            continue
+        k = kind[step.output]
+        if k == "unknown":
+            lin_slots.add(step.output)
+            linear_steps.append(step)
+        elif k != "known":  # constants: recomputed where they are read
+            env[step.output] = rebind(step, [*map(env.__getitem__, step.inputs)], slots)
+    outputs = program.outputs[n_known_outputs:]
+    cts_in = _tracers([Slot(slots[i].shape, "float64") for i in outputs])
+    outs = _pull_back(slots, linear_steps, lin_slots, env, outputs, cts_in, split.unknown_in)
     return _build(roots + cts_in, outs)
 
 
@@ -359,9 +443,7 @@ def _pulled(program: Program, k: int | None, wrt: Sequence[int], xs: Sequence[Va
     jp = fold_scalings(jvp_program(program, k, wrt), known)
     n_out = len(program.outputs)
     split = _split(jp, known, n_out, remat=False)
-    linear = _unknown_half(jp, split, n_out)
-    n_fixed = len(linear.inputs) - len(wrt)  # the inputs, then the residuals
-    pullback = transpose_program(linear, [False] * n_fixed + [True] * len(wrt))
+    pullback = _transposed_unknown_half(jp, split, n_out)
     outs = _known_half(jp, split, xs, n_out, _simplified_step)
     return outs[:n_out] + _simplified(pullback, [*xs, *outs[n_out:], *ws])
 

@@ -46,7 +46,7 @@ from .dispatch import (
 )
 from .lifting import lifted_input, lifting
 from .object_arrays import as_objects
-from .program import Slot, output_slot
+from .program import Slot, dtype_name, output_slot
 from .tracer_errors import (
     BranchOnTracer,
     TracerBoolError,
@@ -58,6 +58,7 @@ from .tracer_errors import (
 
 _ids = itertools.count()
 _NUMBERS = (float, int)  # operands of * that are never scipy.sparse matrices: no test
+_F64_SCALAR = Slot((), "float64")
 
 
 def next_id() -> int:
@@ -148,7 +149,7 @@ class Var(ArrayMethods):
             value = np.asarray(value)
             if not const and value.dtype.kind in "biu":
                 value = value.astype(np.float64)
-            aval = Slot(tuple(value.shape), value.dtype.name)
+            aval = Slot(tuple(value.shape), dtype_name(value.dtype))
         self.aval = aval
         self.value = value
         self.creator = creator
@@ -400,7 +401,7 @@ def lifted_var(value: Any) -> Var | None:
 
 
 def _captured_input(snapshot: np.ndarray) -> Var:
-    return Var(snapshot, aval=Slot(snapshot.shape, snapshot.dtype.name), captured=True)
+    return Var(snapshot, aval=Slot(snapshot.shape, dtype_name(snapshot.dtype)), captured=True)
 
 
 def is_float(aval: Slot) -> bool:
@@ -413,6 +414,10 @@ def const_var(value: Any, like: Var | None = None) -> Var:
     An object array holding Vars (NumPy's make of a list of traced values) is folded
     into one traced array instead.
     """
+    if value.__class__ in _NUMBERS and like is not None and like.aval.dtype == "float64":
+        # the usual constant of traced code (a Python number beside a float Var), without
+        # the dtype tests below
+        return Var(np.asarray(value, dtype=np.float64), aval=_F64_SCALAR, const=True)
     if isinstance(value, np.ndarray) and value.dtype == object:
         folded = method("fold_objects")(value)
         if folded is not None:

@@ -37,7 +37,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..program import ArrayConst, Slot
+from ..program import ArrayConst, Slot, dtype_name
 from ..var import Var, bind
 
 REGISTRY: dict[str, "Primitive"] = {}
@@ -178,7 +178,7 @@ def aval_of(x: Any) -> Slot:
     if isinstance(x, (Var, UndefPrimal)):
         return x.aval
     a = np.asarray(x)
-    return Slot(tuple(a.shape), a.dtype.name)
+    return Slot(tuple(a.shape), dtype_name(a.dtype))
 
 
 def shape_of(x: Any) -> tuple[int, ...]:
