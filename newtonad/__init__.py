@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import numpy
 from ._programs import PathsWarning
+from ._settings import Settings, settings
 from .ad import scipy_dispatch
 from .ad.eager import Var  # Var's public home: the eager graph, whose backward lives there
 from .ad.program import Program
@@ -79,7 +80,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["FiniteSum", "ImpureFunctionError", "Objective", "PathsWarning", "Program",
-           "TraceFallbackWarning", "TracerBoolError", "Var",
+           "Settings", "TraceFallbackWarning", "TracerBoolError", "Var",
            "grad", "hessian", "hessian_sparsity", "hvp", "jacobian", "jacobian_sparsity", "jvp",
            "least_squares", "linearize", "minimize", "numpy", "problems", "scipy_routing",
-           "trace", "value_and_grad", "vjp"]
+           "settings", "trace", "value_and_grad", "vjp"]

@@ -12,7 +12,6 @@ into the enclosing graph, so transforms compose: ``grad(grad(g))``,
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -37,6 +36,7 @@ from ._programs import (
     run_derived,
     traced_at,
 )
+from ._settings import settings
 from ._static_args import bind_static
 from .ad import numpy_api as npa
 from .ad import transforms as tf
@@ -50,16 +50,10 @@ from .sparse_derivatives import (
     sparse_jacobian,
 )
 
-# "auto": NumPy at once, the numba kernel (compiled in a background process) once it is
-# ready. "numba" (compiled before the first call returns, kept in the disk cache) and
-# "numpy" (the reference evaluator, never compiles) are opt-ins.
-DEFAULT_ENGINE = os.environ.get("NEWTONAD_ENGINE", "auto")
-
-
 # ---- running derived programs ---------------------------------------------------------------
 
 def _engine(engine: str | None) -> str:
-    return engine or DEFAULT_ENGINE
+    return engine or settings.engine
 
 
 def _prepare(f: Callable, x: Any, args: Sequence[Any],
@@ -122,7 +116,7 @@ def value_and_grad(f: Callable, *, engine: str | None = None) -> Callable:
         A scalar function of an array ``x`` (any shape) and extra data ``args``.
     engine : str, optional
         The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
-        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+        (default: ``newtonad.settings.engine``, from ``NEWTONAD_ENGINE``).
 
     Returns
     -------
@@ -158,7 +152,7 @@ def grad(f: Callable, *, engine: str | None = None) -> Callable:
         A scalar function of an array ``x`` (any shape) and extra data ``args``.
     engine : str, optional
         The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
-        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+        (default: ``newtonad.settings.engine``, from ``NEWTONAD_ENGINE``).
 
     Returns
     -------
@@ -196,7 +190,7 @@ def jvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *,
         Extra data inputs.
     engine : str, optional
         The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
-        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+        (default: ``newtonad.settings.engine``, from ``NEWTONAD_ENGINE``).
 
     Returns
     -------
@@ -243,7 +237,7 @@ def vjp(f: Callable, x: Any, W: Any, args: Sequence[Any] = (), *,
         Extra data inputs.
     engine : str, optional
         The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
-        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+        (default: ``newtonad.settings.engine``, from ``NEWTONAD_ENGINE``).
 
     Returns
     -------
@@ -291,7 +285,7 @@ def hvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *,
         Extra data inputs.
     engine : str, optional
         The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
-        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+        (default: ``newtonad.settings.engine``, from ``NEWTONAD_ENGINE``).
 
     Returns
     -------
@@ -336,7 +330,7 @@ def linearize(f: Callable, x: Any, args: Sequence[Any] = (), *,
         Extra data inputs.
     engine : str, optional
         The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
-        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+        (default: ``newtonad.settings.engine``, from ``NEWTONAD_ENGINE``).
 
     Returns
     -------
@@ -410,7 +404,7 @@ def jacobian(f: Callable, *, engine: str | None = None, sparse: bool = False) ->
         ``f(x, *args)`` returning an array.
     engine : str, optional
         The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
-        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+        (default: ``newtonad.settings.engine``, from ``NEWTONAD_ENGINE``).
     sparse : bool
         Return a ``scipy.sparse.csr_array`` of shape ``(y.size, x.size)`` recovered from
         one coloured jvp frame or one vjp frame, whichever is narrower (see
@@ -484,7 +478,7 @@ def hessian(f: Callable, *, engine: str | None = None, sparse: bool = False) -> 
         A scalar function ``f(x, *args)``.
     engine : str, optional
         The engine that runs the derived program: ``"numba"``, ``"numpy"`` or ``"auto"``
-        (default: ``newtonad.api.DEFAULT_ENGINE``, from ``NEWTONAD_ENGINE``).
+        (default: ``newtonad.settings.engine``, from ``NEWTONAD_ENGINE``).
     sparse : bool
         Return a ``scipy.sparse.csr_array`` of shape ``(x.size, x.size)`` recovered from
         one HVP frame of a star colouring of :func:`hessian_sparsity`'s pattern.
@@ -522,4 +516,4 @@ def hessian(f: Callable, *, engine: str | None = None, sparse: bool = False) -> 
 
 
 __all__ = ["trace", "value_and_grad", "grad", "jvp", "vjp", "hvp", "linearize", "jacobian",
-           "hessian", "hessian_sparsity", "jacobian_sparsity", "DEFAULT_ENGINE"]
+           "hessian", "hessian_sparsity", "jacobian_sparsity"]

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import api
+from ._settings import settings
 from ._static_args import bind_static
 from .api import jacobian_sparsity, jvp, vjp
 from .fallback import is_real_array, probe, warn_fallback
@@ -95,7 +95,7 @@ def least_squares(fun: Callable, x0: Any, jac: Any = None, bounds: Any = (-np.in
         As for ``scipy.optimize.least_squares``; passed on only when given.
     engine : str, optional
         The newtonad engine for the derivative programs (default
-        ``newtonad.api.DEFAULT_ENGINE``); keyword only.
+        ``newtonad.settings.engine``); keyword only.
 
     Returns
     -------
@@ -159,7 +159,7 @@ def least_squares(fun: Callable, x0: Any, jac: Any = None, bounds: Any = (-np.in
     fallback = _probe(fun, residuals, x0, args, data, kwargs or {})
     if fallback is not None:
         return _least_squares_directly(fun, x0, args, options, fallback)
-    provider = _JacobianProvider(residuals, x0, data, engine or api.DEFAULT_ENGINE, options)
+    provider = _JacobianProvider(residuals, x0, data, engine or settings.engine, options)
     res = _scipy()(provider.fun, x0, jac=provider.jac, args=args, **options)
     res.jac_mode, res.jac_sparsity = provider.mode, provider.pattern
     return res

@@ -37,7 +37,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import api
 from ._hessian_matrices import HessianMatrices
 from ._point import SMALL_POINT_SIZE, Point, Unseen, is_point
 from ._programs import (
@@ -54,6 +53,7 @@ from ._programs import (
     traced_at,
     with_copy_of_x,
 )
+from ._settings import settings
 from ._static_args import bind_static
 from .ad import transforms as tf
 from .objective_protocol import Capabilities
@@ -136,7 +136,7 @@ class Objective(HessianMatrices):
         f, args = bind_static(f, tuple(args))  # Python scalars and strings: static
         self.f = f
         self.args = tuple(as_data(a) for a in args)
-        self.engine = engine or api.DEFAULT_ENGINE
+        self.engine = engine or settings.engine
         self.sparse = bool(sparse)
         self._args_size = sum(int(np.size(a)) for a in self.args)
         self.nfev = self.njev = self.nhev = 0

@@ -41,9 +41,7 @@ def test_auto_engine_moves_a_hot_program_to_numba(monkeypatch):
 def test_default_engine_is_auto_and_chosen_per_call():
     import os
 
-    from newtonad import api
-
-    assert api.DEFAULT_ENGINE == os.environ.get("NEWTONAD_ENGINE", "auto")
+    assert nad.settings.engine == os.environ.get("NEWTONAD_ENGINE", "auto")
     x = np.array([0.3, 0.7])
     for engine in ("numpy", "auto"):
         assert np.allclose(nad.grad(lambda x: np.sum(x ** 3), engine=engine)(x), 3 * x ** 2)

@@ -14,7 +14,6 @@ import pytest
 
 import newtonad as nad
 from newtonad import _programs as programs
-from newtonad import api
 from newtonad._programs import TRACES, Paths, PathsWarning
 
 from .helpers import assert_close
@@ -182,25 +181,25 @@ def test_a_loop_whose_count_depends_on_a_value():
     (implicit, np.array([0.5, 0.0]), IMPLICIT_MIN),
 ], ids=["huber", "clipped", "newton-while"])
 def test_native_methods_solve_piecewise_objectives_with_few_traces(f, start, optimum, method,
-                                                                  traces, monkeypatch):
-    monkeypatch.setattr(api, "DEFAULT_ENGINE", "numpy")  # no compiles: paths are the point
+                                                                  traces):
+    with nad.settings.override(engine="numpy"):  # no compiles: paths are the point
 
-    def g(x):  # a new function per case: its own traces
-        return f(x)
+        def g(x):  # a new function per case: its own traces
+            return f(x)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", nad.TraceFallbackWarning)  # exact, no fallback
-        res = nad.minimize(g, start, method=method, options={"gtol": 1e-10})
-    assert res.success, res.message
-    assert_close(res.x, optimum, 1e-6, 1e-6, method)
-    assert_close(res.jac, central_grad(f, res.x), 1e-6, 1e-6, "gradient at the solution")
-    # one trace per path met: huber and clipped have at most 4 and 2 paths, the while
-    # loop's count changes a few times along the way
-    assert len(traces) <= {huber: 4, clipped: 2, implicit: 6}[f], len(traces)
-    made = len(traces)
-    again = nad.minimize(g, start, method=method, options={"gtol": 1e-10})
-    assert len(traces) == made  # the same paths again: all kept
-    assert_close(again.x, res.x, 0, 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", nad.TraceFallbackWarning)  # exact, no fallback
+            res = nad.minimize(g, start, method=method, options={"gtol": 1e-10})
+        assert res.success, res.message
+        assert_close(res.x, optimum, 1e-6, 1e-6, method)
+        assert_close(res.jac, central_grad(f, res.x), 1e-6, 1e-6, "gradient at the solution")
+        # one trace per path met: huber and clipped have at most 4 and 2 paths, the while
+        # loop's count changes a few times along the way
+        assert len(traces) <= {huber: 4, clipped: 2, implicit: 6}[f], len(traces)
+        made = len(traces)
+        again = nad.minimize(g, start, method=method, options={"gtol": 1e-10})
+        assert len(traces) == made  # the same paths again: all kept
+        assert_close(again.x, res.x, 0, 0)
 
 
 def test_objective_switches_between_kept_paths(traces):

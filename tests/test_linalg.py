@@ -29,9 +29,10 @@ rng = np.random.default_rng(20261201)
 
 
 @pytest.fixture(autouse=True)
-def numpy_engine(monkeypatch):
+def numpy_engine():
     """The NumPy evaluator (fast to start); a few tests below run the default engine."""
-    monkeypatch.setattr(newtonad.api, "DEFAULT_ENGINE", "numpy")
+    with nad.settings.override(engine="numpy"):
+        yield
 
 
 # ---- points ----------------------------------------------------------------------------------
@@ -646,14 +647,14 @@ def test_gaussian_process_routes_agree_and_minimize():
     assert np.linalg.norm(nad.grad(nll_solve)(res.x)) < 1e-5
 
 
-def test_default_engine_runs_decompositions(monkeypatch):
+def test_default_engine_runs_decompositions():
     """The numba engine evaluates the NumPy-only primitives with NumPy: same numbers."""
-    monkeypatch.setattr(newtonad.api, "DEFAULT_ENGINE", "numba")
-    v = normal(3, 2)
-    hv = nad.hvp(nll_cholesky, THETA, v)
-    assert_close(hv, nad.hvp(nll_cholesky, THETA, v, engine="numpy"), 1e-10, 1e-12)
-    assert_close(nad.grad(nll_solve)(THETA), nad.grad(nll_solve, engine="numpy")(THETA),
-                 1e-12, 1e-12)
+    with nad.settings.override(engine="numba"):
+        v = normal(3, 2)
+        hv = nad.hvp(nll_cholesky, THETA, v)
+        assert_close(hv, nad.hvp(nll_cholesky, THETA, v, engine="numpy"), 1e-10, 1e-12)
+        assert_close(nad.grad(nll_solve)(THETA), nad.grad(nll_solve, engine="numpy")(THETA),
+                     1e-12, 1e-12)
 
 
 def test_explicit_namespace_newtonad_numpy_linalg():

@@ -21,7 +21,7 @@ from scipy.optimize import BFGS, SR1, rosen, rosen_der, rosen_hess, rosen_hess_p
 from scipy.sparse import csr_array
 from scipy.sparse.linalg import aslinearoperator
 
-import newtonad.api as api
+import newtonad
 from newtonad.solvers import minimize
 
 NATIVE = ["newton-cg", "trust-ncg", "trust-krylov", "trust-exact"]
@@ -29,8 +29,9 @@ X0 = np.array([-1.2, 1.0])
 
 
 @pytest.fixture(autouse=True)
-def numpy_engine(monkeypatch):
-    monkeypatch.setattr(api, "DEFAULT_ENGINE", "numpy")
+def numpy_engine():
+    with newtonad.settings.override(engine="numpy"):
+        yield
 
 
 class Spy:
@@ -403,12 +404,12 @@ def test_user_jac_overrides_an_objectives_own():
 
 
 # ------------------------------------------------------------ the default engine
-def test_user_jac_with_numba_hessian_products(monkeypatch):
-    monkeypatch.setattr(api, "DEFAULT_ENGINE", "numba")
-    jac = Spy(rosen_der)
-    res = minimize(rosen, X0, method="trust-ncg", jac=jac)
-    at_minimum(res)
-    assert jac.calls > 0 and res.nhev > 0
+def test_user_jac_with_numba_hessian_products():
+    with newtonad.settings.override(engine="numba"):
+        jac = Spy(rosen_der)
+        res = minimize(rosen, X0, method="trust-ncg", jac=jac)
+        at_minimum(res)
+        assert jac.calls > 0 and res.nhev > 0
 
 
 def test_wrong_sized_user_derivatives_are_named():

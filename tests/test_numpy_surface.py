@@ -24,10 +24,13 @@ MASK[0, :] = True
 
 
 @pytest.fixture(autouse=True)
-def numpy_engine(monkeypatch, request):
+def numpy_engine(request):
     """Most checks run on the NumPy evaluator (fast); tests marked ``numba`` use the default."""
-    if "numba" not in request.node.name:
-        monkeypatch.setattr(newtonad.api, "DEFAULT_ENGINE", "numpy")
+    if "numba" in request.node.name:
+        yield
+        return
+    with nad.settings.override(engine="numpy"):
+        yield
 
 
 def _flat(result):

@@ -3,7 +3,8 @@
 Every objective the solvers see declares :class:`Capabilities` and has the members of
 :class:`ObjectiveProtocol`; hand-written objects and plain callables go through the one
 adapter; the dense Hessian from blocks of products is right for every block size; the
-solvers ask no objective what it has (no ``hasattr`` / ``getattr`` in ``solvers/``).
+solvers ask no objective what it has (no ``hasattr`` / ``getattr`` in ``solvers/``);
+``newtonad.settings.override`` changes the default engine for a block only.
 """
 
 from __future__ import annotations
@@ -195,3 +196,42 @@ def test_no_solver_asks_an_objective_what_it_has():
         if found:
             probes[path.name] = found
     assert set(probes) <= PENDING_PROBES, probes
+
+
+def test_settings_override_changes_the_engine_for_a_block_only():
+    before = nad.settings.engine
+    with nad.settings.override(engine="numpy") as settings:
+        assert settings is nad.settings and nad.settings.engine == "numpy"
+        assert nad.Objective(chained_rosenbrock).engine == "numpy"
+        with nad.settings.override(engine="numba"):
+            assert nad.settings.engine == "numba"
+        assert nad.settings.engine == "numpy"
+    assert nad.settings.engine == before
+    with pytest.raises(RuntimeError, match="inside"), nad.settings.override(engine="numpy"):
+        raise RuntimeError("inside the block")
+    assert nad.settings.engine == before
+    with pytest.raises(AttributeError, match="unknown setting"):
+        with nad.settings.override(engin="numpy"):
+            pass
+    with pytest.raises(TypeError, match="engine"):
+        nad.settings.engine = None
+    assert nad.settings.engine == before
+
+
+def test_the_default_engine_is_read_at_each_call(monkeypatch):
+    """``grad(f)`` made outside the block runs on the engine in force when it is called."""
+    from newtonad._programs import run_derived
+
+    seen = []
+
+    def spy(*args, **kwargs):
+        seen.append(args[4])  # run_derived(traced, kind, k, make, engine, x, args)
+        return run_derived(*args, **kwargs)
+
+    import newtonad.api
+
+    monkeypatch.setattr(newtonad.api, "run_derived", spy)
+    g = nad.grad(chained_rosenbrock)
+    with nad.settings.override(engine="numpy"):
+        assert_close(g(rosen_start(3)), rosen_der(rosen_start(3)), 1e-12, 1e-12)
+    assert "numpy" in seen

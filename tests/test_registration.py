@@ -296,17 +296,17 @@ TRAPEZOID_CALLS = [
 
 
 @pytest.mark.skipif(not hasattr(np, "trapezoid"), reason="np.trapezoid is NumPy 2's")
-def test_trapezoid_matches_numpy_and_differentiates(monkeypatch):
-    monkeypatch.setattr(nad.api, "DEFAULT_ENGINE", "numpy")
-    for f in TRAPEZOID_CALLS:
-        traced, _ = nad.jvp(f, Y, np.zeros_like(Y))
-        np.testing.assert_allclose(traced, f(Y), rtol=1e-13, atol=1e-14)
-        check_jvp(f, Y)
-        check_vjp_vs_jvp(f, Y)
-    check_hvp(lambda y: np.sum(np.trapezoid(y ** 2, x=np.cumsum(np.exp(y[0])), axis=1)), Y)
-    # the rule is exact on a straight line: the integral of 2t + 1 over [0, 3]
-    t = np.array([0.0, 0.5, 2.0, 3.0])
-    assert float(nnp.trapezoid(2 * t + 1, t)) == 12.0
+def test_trapezoid_matches_numpy_and_differentiates():
+    with nad.settings.override(engine="numpy"):
+        for f in TRAPEZOID_CALLS:
+            traced, _ = nad.jvp(f, Y, np.zeros_like(Y))
+            np.testing.assert_allclose(traced, f(Y), rtol=1e-13, atol=1e-14)
+            check_jvp(f, Y)
+            check_vjp_vs_jvp(f, Y)
+        check_hvp(lambda y: np.sum(np.trapezoid(y ** 2, x=np.cumsum(np.exp(y[0])), axis=1)), Y)
+        # the rule is exact on a straight line: the integral of 2t + 1 over [0, 3]
+        t = np.array([0.0, 0.5, 2.0, 3.0])
+        assert float(nnp.trapezoid(2 * t + 1, t)) == 12.0
 
 
 # ---- what type checkers see ------------------------------------------------------------------

@@ -19,7 +19,6 @@ from numpy.testing import assert_allclose
 from scipy.optimize import NonlinearConstraint
 
 import newtonad as nad
-from newtonad import api
 from newtonad.solvers.scipy_bridge import ConstraintFallbackWarning
 
 #: min sum((x - 2)^2) on the unit disc: x* = (1, 1) / sqrt(2)
@@ -28,8 +27,9 @@ X0 = np.array([0.5, 0.25])
 
 
 @pytest.fixture(autouse=True)
-def numpy_engine(monkeypatch):
-    monkeypatch.setattr(api, "DEFAULT_ENGINE", "numpy")
+def numpy_engine():
+    with nad.settings.override(engine="numpy"):
+        yield
 
 
 def objective(x):

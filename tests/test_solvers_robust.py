@@ -22,7 +22,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import newtonad as nad
-from newtonad import api
 from newtonad.solvers.gltr import GLTRSubproblem
 from newtonad.solvers.problem import FlatProblem
 from newtonad.solvers.tridiagonal import solve_tridiagonal_trs
@@ -33,9 +32,10 @@ NATIVE = ["newton-cg", "trust-ncg", "trust-krylov", "trust-exact"]
 
 
 @pytest.fixture(autouse=True)
-def numpy_engine(monkeypatch):
+def numpy_engine():
     """Derived programs run on the NumPy evaluator: no numba compiles in this module."""
-    monkeypatch.setattr(api, "DEFAULT_ENGINE", "numpy")
+    with nad.settings.override(engine="numpy"):
+        yield
 
 
 def bounded(fn, seconds=30.0):
@@ -106,12 +106,12 @@ def test_infinite_hessian_at_kink_ends_at_minimum(method):
     assert res.fun < 1e-8 and res.fun == value(abs_15, res.x)
 
 
-def test_infinite_hessian_at_kink_numba_engine(monkeypatch):
+def test_infinite_hessian_at_kink_numba_engine():
     """The hang of trust-krylov, on the default (compiled) engine."""
-    monkeypatch.setattr(api, "DEFAULT_ENGINE", "numba")
-    res = solve(abs_15, np.array([0.0, 1.0, 0.0, -2.0]), "trust-krylov", maxiter=100,
-                max_time=30.0)
-    assert res.success and res.fun < 1e-8 and np.isfinite(res.x).all(), res.message
+    with nad.settings.override(engine="numba"):
+        res = solve(abs_15, np.array([0.0, 1.0, 0.0, -2.0]), "trust-krylov", maxiter=100,
+                    max_time=30.0)
+        assert res.success and res.fun < 1e-8 and np.isfinite(res.x).all(), res.message
 
 
 def sphere_with_bad_hessian(bad):

@@ -18,7 +18,6 @@ import scipy.special as sps
 import scipy.stats as stats
 
 import newtonad as nad
-from newtonad import api
 from newtonad.ad import scipy_dispatch
 from newtonad.ad.primitives import Primitive
 from newtonad.ad.primitives import special as special_prims
@@ -30,8 +29,9 @@ rng = np.random.default_rng(20261130)
 
 
 @pytest.fixture(autouse=True)
-def numpy_engine(monkeypatch):
-    monkeypatch.setattr(api, "DEFAULT_ENGINE", "numpy")
+def numpy_engine():
+    with nad.settings.override(engine="numpy"):
+        yield
 
 
 def _normal(n, s=1.0):

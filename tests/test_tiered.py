@@ -162,7 +162,7 @@ def test_numpy_and_numba_engines_are_unchanged(monkeypatch):
 
 
 def test_default_engine_is_auto_and_the_environment_still_chooses():
-    code = "import newtonad.api as a; print(a.DEFAULT_ENGINE)"
+    code = "import newtonad; print(newtonad.settings.engine)"
     env = {k: v for k, v in os.environ.items() if k != "NEWTONAD_ENGINE"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=120).stdout.strip()

@@ -21,11 +21,10 @@ def reference_engine():
     """Transforms are checked on the reference evaluator, whatever NEWTONAD_ENGINE says;
     test_engine checks the compiled engines against it (a numba compile per random
     program here would add minutes and test nothing about the transforms)."""
-    from newtonad import api
+    from newtonad import settings
 
-    saved, api.DEFAULT_ENGINE = api.DEFAULT_ENGINE, "numpy"
-    yield
-    api.DEFAULT_ENGINE = saved
+    with settings.override(engine="numpy"):
+        yield
 
 # ---- random programs composed from primitives ----------------------------------------------
 

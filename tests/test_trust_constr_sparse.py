@@ -16,15 +16,15 @@ from scipy import sparse
 from scipy.optimize import Bounds, NonlinearConstraint
 
 import newtonad as nad
-from newtonad import api
 from newtonad.solvers import scipy_bridge
 
 ENGINE = "numpy"
 
 
 @pytest.fixture(autouse=True)
-def numpy_engine(monkeypatch):
-    monkeypatch.setattr(api, "DEFAULT_ENGINE", ENGINE)
+def numpy_engine():
+    with nad.settings.override(engine=ENGINE):
+        yield
 
 
 def chained_rosenbrock(x):

@@ -169,7 +169,7 @@ def _least_squares(problem: Any, method: str, args: argparse.Namespace, out: Any
 
 def run(args: argparse.Namespace) -> int:
     """Solve and print; 0 on success, 1 on failure or a solver error."""
-    import newtonad.api
+    import newtonad
 
     problem = load_problem(args.problem, args.n)
     method = resolve_method(args.method, getattr(problem, "bounds", None))
@@ -177,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
         args.disp = True
     bare = method.removeprefix("scipy:")
     native = method in NATIVE_METHODS
-    engine = args.engine or newtonad.api.DEFAULT_ENGINE
+    engine = args.engine or newtonad.settings.engine
     impl = "scipy.optimize" if method.startswith("scipy:") else "newtonad.minimize"
     if bare == LEAST_SQUARES:
         impl = ("scipy.optimize.least_squares, jac='2-point'" if method.startswith("scipy:")
