@@ -2,15 +2,21 @@
 
 Fused into loop nests: elementwise primitives (one scalar expression each, see
 :mod:`.numba_ops`), index-only ones (broadcasts, slices, transposes, reshapes) and
-reductions; run as one step on whole arrays (*opaque*): contractions, gathers,
-scatters, cumulative sums, concatenations and sparse (CSR) matrix products. A primitive
-in none of these tables is not lowered (the engine runs its program on the NumPy
-evaluator).
+reductions (each one's :class:`~..primitives.reductions.Reduction` record); run as one
+step on whole arrays (*opaque*, the keys of :data:`.opaque_lowering.LOWERINGS`):
+contractions, gathers, scatters, cumulative sums, concatenations and sparse (CSR)
+matrix products. A primitive in none of these tables is not lowered (the engine runs its
+program on the NumPy evaluator).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Set
+from typing import Any
+
 from ..primitives import REGISTRY
+from ..primitives.reductions import REDUCTIONS
+from .opaque_lowering import LOWERINGS
 
 P = REGISTRY  # name -> primitive object (importing the package registers every family)
 
@@ -19,18 +25,33 @@ CONST, RESHAPE, UNSLICE = P["const"], P["reshape"], P["unslice"]
 BROADCAST_TO, SLICE, TRANSPOSE = P["broadcast_to"], P["slice"], P["transpose"]
 REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN = (P["reduce_sum"], P["reduce_prod"],
                                                    P["reduce_max"], P["reduce_min"])
-EINSUM, GATHER, SCATTER_ADD, CUMSUM, CONCATENATE = (P["einsum"], P["gather"], P["scatter_add"],
-                                                    P["cumsum"], P["concatenate"])
-SPARSE_MATMUL = P["sparse_matmul"]
+EINSUM = P["einsum"]
 
 #: Fused as one scalar expression each (:data:`.numba_ops.EXPRESSIONS`): every primitive
 #: of kind ``elementwise`` that has a compiled lowering.
 ELEMENTWISE = frozenset(p for p in P.values() if p.kind == "elementwise" and not p.numpy_only)
 INDEXING = frozenset({BROADCAST_TO, SLICE, TRANSPOSE})
-REDUCTIONS = frozenset({REDUCE_SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD})
-#: Reductions numba combines across the threads of a parallel loop.
-THREAD_REDUCTIONS = frozenset({REDUCE_SUM, REDUCE_PROD})
-OPAQUE = frozenset({EINSUM, GATHER, SCATTER_ADD, CUMSUM, CONCATENATE, SPARSE_MATMUL})
-SUPPORTED = ELEMENTWISE | INDEXING | REDUCTIONS | OPAQUE | {CONST, RESHAPE, UNSLICE}
+#: Run as one step on whole arrays: the primitives with an opaque lowering.
+OPAQUE = frozenset(LOWERINGS)
 
-__all__ = ["ELEMENTWISE", "INDEXING", "REDUCTIONS", "THREAD_REDUCTIONS", "OPAQUE", "SUPPORTED"]
+
+class _Supported(Set):
+    """The primitives this engine lowers: a live view, reading :data:`REDUCTIONS` when
+    asked, so a reduction registered later is lowered too."""
+
+    _fixed = ELEMENTWISE | INDEXING | OPAQUE | {CONST, RESHAPE, UNSLICE}
+
+    def __contains__(self, primitive: Any) -> bool:
+        return primitive in self._fixed or primitive in REDUCTIONS
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from self._fixed
+        yield from (p for p in REDUCTIONS if p not in self._fixed)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+SUPPORTED = _Supported()
+
+__all__ = ["ELEMENTWISE", "INDEXING", "REDUCTIONS", "OPAQUE", "SUPPORTED"]

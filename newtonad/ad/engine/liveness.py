@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .kinds import THREAD_REDUCTIONS
+from .kinds import REDUCTIONS
 from .loop_ir import (
     Apply,
     Assign,
@@ -93,7 +93,7 @@ class _Liveness:
         elif isinstance(s, Reduce):
             self.read(s.value, suffix, defined)
             self.read(s.target, suffix, defined)
-            if s.op in THREAD_REDUCTIONS:  # target += value, target *= value
+            if REDUCTIONS[s.op].unconditional:  # target += value, target *= value
                 self.store(s.target, suffix, defined)
             else:  # if value > target or value != value: target = value
                 self.store(s.target, suffix, set(defined))

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from .kinds import THREAD_REDUCTIONS
+from ..primitives.reductions import REDUCTIONS
 
 Dim = tuple[Union[int, None], int, int]  # (loop variable or None, scale, offset)
 IMap = tuple[Dim, ...]
@@ -176,7 +176,8 @@ class Assign:
 
 @dataclass(frozen=True)
 class Reduce:
-    """Fold ``value`` into ``target`` by reduction primitive ``op`` (NaN wins max and min)."""
+    """Fold ``value`` into ``target`` by reduction primitive ``op`` (the fold of its
+    :class:`~..primitives.reductions.Reduction` record; NaN wins max and min)."""
 
     target: Expr
     value: Expr
@@ -330,7 +331,7 @@ def code_lines(stmts: list[Any]) -> int:
     n = 0
     for s in stmts:
         if isinstance(s, Reduce):
-            n += 1 if s.op in THREAD_REDUCTIONS else 2  # max / min: a test and an assignment
+            n += len(REDUCTIONS[s.op].fold)  # a sum one, max / min a test and an assignment
         elif not isinstance(s, Comment):
             n += 1
     return n

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .index_maps import map_vars, operand_maps
-from .kinds import CONVERT, MUL, THREAD_REDUCTIONS
+from .kinds import CONVERT, MUL, REDUCTIONS
 from .loop_ir import (
     Apply,
     Assign,
@@ -484,7 +484,8 @@ def independent_rows(at: Where, writer: NestWriter, sinks: list[Sink], box: Box)
             continue  # runs once, before the loop
         moves = any(var == 0 and scale != 0 for var, scale, _ in s.tmap)
         # a sum into a scalar is added up per chunk in float64 (printer.chunk_folds)
-        scalar_sum = (s.kind == "reduce" and at.is_scalar(s.target) and s.op in THREAD_REDUCTIONS
+        scalar_sum = (s.kind == "reduce" and at.is_scalar(s.target)
+                      and REDUCTIONS[s.op].thread_combinable
                       and at.slots[s.target].dtype == "float64")
         if s.kind == "accum" or not (moves or scalar_sum):
             return False

@@ -44,9 +44,6 @@ from .kinds import (
     ADD,
     CONST,
     OPAQUE,
-    REDUCE_MIN,
-    REDUCE_PROD,
-    REDUCE_SUM,
     REDUCTIONS,
     RESHAPE,
     SUPPORTED,
@@ -152,19 +149,6 @@ class Plan:
 
 
 # ---- the planner ---------------------------------------------------------------------------
-
-def _fill_value(op: Any, dtype: str) -> Any:
-    """The identity of reduction primitive ``op``."""
-    if op is REDUCE_SUM:
-        return 0
-    if op is REDUCE_PROD:
-        return 1
-    if dtype == "bool":
-        return op is REDUCE_MIN
-    if dtype == "int64":
-        return int(np.iinfo(np.int64).max if op is REDUCE_MIN else np.iinfo(np.int64).min)
-    return float("inf") if op is REDUCE_MIN else float("-inf")
-
 
 class Planner:
     """Build a :class:`Plan`; ``forced`` slots are materialised (recompute budget)."""
@@ -337,7 +321,7 @@ class Planner:
                 xs = self.slots[x].shape
                 vmap = identity_map(xs)
                 tmap = tuple(d for a, d in enumerate(vmap) if a not in step.kwargs["axes"])
-                init[out] = _fill_value(prim, slot.dtype)
+                init[out] = REDUCTIONS[prim].identity(slot.dtype)
                 self._add_sink(Sink("reduce", x, vmap, out, tmap, squeeze(xs), prim, step))
             elif out in self.accum_leaves and self._gatherable(out) and \
                     count_pieces([self._gather_sink(out, slot)]) <= MAX_PIECES:

@@ -6,7 +6,9 @@ einsum that is one matrix product calls ``np.dot`` on 2-D views, any other einsu
 and the index steps are explicit loops (indices wrap and are bounds-checked as in
 ``np.take``); a CSR product is the row loop of scipy's ``csr_matvec`` (its adjoint
 scatters each row into the output, as ``csc_matvec`` does). Entries are found by the
-primitive object (:data:`LOWERINGS`).
+primitive object (:data:`LOWERINGS`, whose keys are the engine's opaque primitives:
+:data:`.kinds.OPAQUE`). This module imports no planner or code generator module, so that
+:mod:`.kinds` can read the table.
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from ..primitives.linalg import einsum_p
+from ..primitives.reductions import cumsum_p
+from ..primitives.sparse_matmul import sparse_matmul_p
+from ..primitives.structural import concatenate_p, gather_p, scatter_add_p
 from ..program import Step
-from .kinds import CONCATENATE, CUMSUM, EINSUM, GATHER, SCATTER_ADD, SPARSE_MATMUL
 from .loop_ir import For, If, Line, Text
-from .row_blocks import matmul_form
+from .matmul_forms import matmul_form
 from .where import Where
 
 
@@ -263,8 +268,8 @@ def sparse_matmul(at: Where, step: Step) -> list[Any]:
     return lines + [For(Text("e0"), 0, m, (For(Text("e1"), *entries, inner),))]
 
 
-#: Primitive -> lowering of one opaque step (see :mod:`.kinds`).
-LOWERINGS = {EINSUM: einsum, GATHER: gather, SCATTER_ADD: scatter_add, CUMSUM: cumsum,
-             CONCATENATE: concatenate, SPARSE_MATMUL: sparse_matmul}
+#: Primitive -> lowering of one opaque step; its keys are :data:`.kinds.OPAQUE`.
+LOWERINGS = {einsum_p: einsum, gather_p: gather, scatter_add_p: scatter_add, cumsum_p: cumsum,
+             concatenate_p: concatenate, sparse_matmul_p: sparse_matmul}
 
 __all__ = ["LOWERINGS", "summed_einsum"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .kinds import REDUCE_MAX, REDUCE_PROD, REDUCE_SUM, THREAD_REDUCTIONS
+from .kinds import REDUCTIONS
 from .loop_ir import (
     Apply,
     Assign,
@@ -140,14 +140,7 @@ class Printer:
             op = "=" if s.op == "=" else s.op
             return [f"{indent}{self.expr(s.target)} {op} {self.expr(s.value)}"]
         if isinstance(s, Reduce):
-            target, value = self.expr(s.target), self.expr(s.value)
-            if s.op is REDUCE_SUM:
-                return [f"{indent}{target} += {value}"]
-            if s.op is REDUCE_PROD:
-                return [f"{indent}{target} *= {value}"]
-            cmp = ">" if s.op is REDUCE_MAX else "<"
-            return [f"{indent}if {value} {cmp} {target} or {value} != {value}:",
-                    f"{indent}{INDENT}{target} = {value}"]
+            return REDUCTIONS[s.op].fold_lines(self.expr(s.target), self.expr(s.value), indent)
         if isinstance(s, If):
             out = [f"{indent}if {self.cond(s.cond)}:", *self.lines(s.body, indent + INDENT)]
             if s.orelse:
@@ -177,15 +170,15 @@ class Printer:
                 f"{indent}for c{x} in prange({s.chunks}):  # {s.chunks} chunks of {s.size} rows, "
                 "on all threads",
                 f"{chunk}lo{x} = (c{x} & 0xFFFFFFFF) * {s.size} + {s.lo}",
-                *(f"{chunk}acc_{r}{x} = {'0.0' if op is REDUCE_SUM else '1.0'}"
+                *(f"{chunk}acc_{r}{x} = {float(REDUCTIONS[op].identity('float64'))!r}"
                   for r, op in folds.items()),
                 f"{chunk}for j{x} in range(min({s.size}, {s.hi} - lo{x})):",
                 f"{chunk}    i0{x} = lo{x} + j{x}",
                 *inner.lines(s.body, chunk + INDENT),
                 *(f"{chunk}part_{r}{x}[c{x}] = acc_{r}{x}" for r in folds),
                 *([f"{indent}for e{x} in range({s.chunks}):  # in chunk order"] if folds else []),
-                *(f"{indent}    {self.expr(Scalar(r))} {'+=' if op is REDUCE_SUM else '*='} "
-                  f"part_{r}{x}[e{x}]" for r, op in folds.items())]
+                *(line for r, op in folds.items() for line in REDUCTIONS[op].fold_lines(
+                    self.expr(Scalar(r)), f"part_{r}{x}[e{x}]", indent + INDENT))]
 
 
 def chunk_folds(body: Any) -> dict[str, Any]:
@@ -194,7 +187,8 @@ def chunk_folds(body: Any) -> dict[str, Any]:
     nest with such a sink only for float64 scalars: the partial sums are float64.)"""
     folds: dict[str, Any] = {}
     for st, _ in walk(body):
-        if isinstance(st, Reduce) and isinstance(st.target, Scalar) and st.op in THREAD_REDUCTIONS:
+        if (isinstance(st, Reduce) and isinstance(st.target, Scalar)
+                and REDUCTIONS[st.op].thread_combinable):
             folds.setdefault(st.target.name, st.op)
     return folds
 

@@ -17,8 +17,6 @@ import numpy as np
 
 from .loop_ir import Assign, IMap, Load, Scalar, Text
 from .numba_ops import literal, literal_atom
-from .numba_plan import Plan
-from .row_blocks import RowBlock
 
 
 @dataclass(frozen=True, eq=False)
@@ -26,8 +24,10 @@ class Where:
     """The names of slots' memory in the kernel body (``region`` None) or in one block
     of ``region``."""
 
-    plan: Plan
-    region: RowBlock | None = None
+    # A numba_plan.Plan and a row_blocks.RowBlock, not imported: the opaque lowerings
+    # take a Where and sit below the planner (kinds derives OPAQUE from their table).
+    plan: Any
+    region: Any = None
 
     @property
     def slots(self) -> tuple:

@@ -4,11 +4,18 @@ linear scan under cumprod.
 Axes always refer to primal axes; a frame's column axis is the last one and is never
 reduced, so the same ``axes`` serve primal and tangent. ``reduce_sum`` is defined with
 ``broadcast_to`` (:mod:`.structural`), whose transpose it is.
+
+What the engine and re-rolling need to know about a reduction besides its rules is one
+:class:`Reduction` record in :data:`REDUCTIONS` (at the end of this module), keyed by the
+primitive: where an accumulator starts, how a value is folded into it, whether threads
+may fold partial results. A new reduction is a ``Primitive`` of kind ``"reduction"`` and
+one :func:`register_reduction` call; no engine module names it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
@@ -176,6 +183,112 @@ def cumprod(x, *, axis):
     return linear_scan(x, first, axis=axis)
 
 
+# ---- the reductions as data ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Reduction:
+    """What the engine, re-rolling and sparsity read about one reduction primitive.
+
+    The fold must be a monoid's operation (associative, with ``identity`` its unit): the
+    engine folds values into a local accumulator and then folds that into the target,
+    and sums over row blocks, with the same statement.
+
+    Attributes
+    ----------
+    primitive : Primitive
+        The reduction (kind ``"reduction"``, params ``axes``).
+    identity : callable
+        ``identity(dtype) -> value`` an accumulator of ``dtype`` starts from.
+    fold : tuple of str
+        The numba source folding ``{value}`` into ``{target}``, one string per line
+        (later lines indented as written). One line assigns the target every time; more
+        lines (a test, then an assignment) assign it under a condition.
+    thread_combinable : bool
+        A float64 scalar target may be folded per chunk of a parallel loop, each chunk
+        from ``identity``, the chunks' results folded in chunk order after the loop.
+    batches : bool
+        Re-rolling may turn the reduction of each iteration's block into one reduction
+        of the stacked blocks (the same elements per output; a sum's order may change).
+    """
+
+    primitive: Primitive
+    identity: Callable[[str], Any]
+    fold: tuple[str, ...]
+    thread_combinable: bool = False
+    batches: bool = False
+
+    @property
+    def unconditional(self) -> bool:
+        """The fold assigns its target every time (liveness: a definite assignment)."""
+        return len(self.fold) == 1
+
+    def fold_lines(self, target: str, value: str, indent: str = "") -> list[str]:
+        """The fold of ``value`` into ``target`` as source lines."""
+        return [indent + line.format(target=target, value=value) for line in self.fold]
+
+
+#: Primitive -> its :class:`Reduction` record.
+REDUCTIONS: dict[Primitive, Reduction] = {}
+
+
+def register_reduction(primitive: Primitive, *, identity: Callable[[str], Any],
+                       fold: tuple[str, ...], thread_combinable: bool = False,
+                       batches: bool = False) -> Reduction:
+    """Record ``primitive`` as a reduction the engine lowers (see :class:`Reduction`).
+
+    Parameters
+    ----------
+    primitive : Primitive
+        A primitive of kind ``"reduction"`` with an ``axes`` param.
+    identity, fold, thread_combinable, batches
+        The fields of :class:`Reduction`.
+
+    Returns
+    -------
+    Reduction
+        The record, also stored in :data:`REDUCTIONS`.
+    """
+    if primitive.kind != "reduction":
+        raise ValueError(f"{primitive.name} is of kind {primitive.kind!r}, not 'reduction'")
+    if primitive in REDUCTIONS:
+        raise ValueError(f"reduction {primitive.name!r} is registered twice")
+    record = Reduction(primitive, identity, tuple(fold), thread_combinable, batches)
+    REDUCTIONS[primitive] = record
+    return record
+
+
+def _lowest(dtype: str) -> Any:
+    """The least value of ``dtype`` (the identity of max)."""
+    if dtype == "bool":
+        return False
+    if dtype == "int64":
+        return int(np.iinfo(np.int64).min)
+    return float("-inf")
+
+
+def _highest(dtype: str) -> Any:
+    """The greatest value of ``dtype`` (the identity of min)."""
+    if dtype == "bool":
+        return True
+    if dtype == "int64":
+        return int(np.iinfo(np.int64).max)
+    return float("inf")
+
+
+# NaN wins max and min: once the target is NaN, ``value > target`` never holds again.
+# Only sums of blocks are batched by re-rolling (loops of max, min or prod of blocks stay
+# unrolled, as they were before these records).
+_REPLACE = "    {target} = {value}"
+register_reduction(reduce_sum_p, identity=lambda dtype: 0, fold=("{target} += {value}",),
+                   thread_combinable=True, batches=True)
+register_reduction(reduce_prod_p, identity=lambda dtype: 1, fold=("{target} *= {value}",),
+                   thread_combinable=True)
+register_reduction(reduce_max_p, identity=_lowest,
+                   fold=("if {value} > {target} or {value} != {value}:", _REPLACE))
+register_reduction(reduce_min_p, identity=_highest,
+                   fold=("if {value} < {target} or {value} != {value}:", _REPLACE))
+
+
 def reduce_max(x, *, axes): return reduce_max_p(x, axes=tuple(axes))
 def reduce_min(x, *, axes): return reduce_min_p(x, axes=tuple(axes))
 def reduce_prod(x, *, axes): return reduce_prod_p(x, axes=tuple(axes))
@@ -187,4 +300,5 @@ def aval_dtype(x: Any) -> str:
 
 
 __all__ = ["linear_scan", "cumprod", "reduce_sum", "reduce_sum_p", "reduce_max", "reduce_min",
-           "reduce_prod", "cumsum", "expand_reduced", "keepdims_shape"]
+           "reduce_prod", "cumsum", "expand_reduced", "keepdims_shape", "Reduction",
+           "REDUCTIONS", "register_reduction"]

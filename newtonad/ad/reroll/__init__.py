@@ -32,8 +32,9 @@ is folded only when, position by position, the slots of its ``m`` iterations for
   primitive applied to the vectors;
 * a block ``x[a:a + L]`` of a 1-D slot whose start ``a`` advances by a constant stride:
   an ``(m, L)`` slot, one slice reshaped when the blocks tile ``x``, a gather of constant
-  indices otherwise; ``reduce_sum`` of such values over their own axes becomes one
-  ``reduce_sum`` over the same axes shifted by one (a loop over blocks), and operands
+  indices otherwise; a reduction of such values over their own axes (one whose record
+  says it ``batches``: ``reduce_sum``) becomes one reduction over the same axes shifted
+  by one (a loop over blocks), and operands
   of fewer axes are reshaped to broadcast per iteration;
 * a row ``X[i]`` of a 2-D slot with ``i`` advancing by a constant stride: a strided slice
   of rows, and an ``einsum`` of such values (``X[i] @ w``) one ``einsum`` with a batch

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..primitives.core import const_p
 from ..primitives.linalg import einsum_p
-from ..primitives.structural import gather_p, reduce_sum_p, reshape_p, slice_p
+from ..primitives.reductions import REDUCTIONS
+from ..primitives.structural import gather_p, reshape_p, slice_p
 from ..program import ArrayConst, Slot, Step
 from .candidates import _Structure
 from .limits import _Bail
@@ -102,12 +103,12 @@ class _Group:
             elif prim is einsum_p:
                 out = self._contraction(steps, first.kwargs["spec"], shape)
                 self.private.append(slots)
-            elif prim is reduce_sum_p:
+            elif prim in REDUCTIONS and REDUCTIONS[prim].batches:
                 (kind, arg), = [self.vector(tuple(step.inputs[0] for step in steps))]
                 if kind == "inv":
                     raise _Bail(0)
                 axes = tuple(a + 1 for a in first.kwargs["axes"])
-                out = self.emit(reduce_sum_p, (arg,), (("axes", axes),))
+                out = self.emit(prim, (arg,), (("axes", axes),))
                 if self.slot(out).shape != (self.m,) + shape:
                     raise _Bail(0)
                 self.private.append(slots)
