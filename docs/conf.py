@@ -41,6 +41,7 @@ extensions = [
     "matplotlib.sphinxext.plot_directive",
     "numpydoc",
     "traced",
+    "machine_numbers",  # :options: +NUMBERS_VARY for one machine's long runs
 ]
 
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]

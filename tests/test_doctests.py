@@ -93,3 +93,23 @@ def test_documentation_examples(tmp_path):
     detail = report.read_text()[-6000:] if report.exists() else proc.stdout[-6000:]
     assert proc.returncode == 0, detail + proc.stderr[-2000:]
     assert "0 failures in tests" in report.read_text()
+
+
+def test_numbers_vary_flag_lets_numbers_differ_and_nothing_else():
+    # the docs' checker for one machine's long runs (docs/_ext/machine_numbers.py)
+    pytest.importorskip("sphinx")
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        from machine_numbers import NUMBERS_VARY, MachineNumbersChecker
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    check = MachineNumbersChecker().check_output
+    flags = FLAGS | NUMBERS_VARY
+    want = "Optimization terminated successfully. 175 iterations\n  f  3.8e-10  time ...s\n"
+    assert check(want, "Optimization terminated successfully. 1177 iterations\n"
+                       "  f 1.5e-09  time 0.25s\n", flags)
+    assert not check(want, "Optimization terminated successfully. 177 iterations\n"
+                           "  f 1.5e-09\n", flags)  # a missing word
+    assert not check(want, "Desired error not necessarily achieved. 177 iterations\n"
+                           "  f 1.5e-09  time 0.2s\n", flags)
+    assert not check(want, want.replace("175", "177"), FLAGS)  # off without the flag
