@@ -11,6 +11,12 @@ magnitude, ``nnz_j`` the entries of ``A``'s column ``j`` below the diagonal (sec
 positive definite. With ``p >= n`` nothing is dropped and an SPD ``A`` is factorised
 exactly.
 
+A symmetric ordering ``P`` may be given (``order``): then ``P A Pᵀ`` is factorised, and
+the preconditioner's ``C = Pᵀ S L`` still gives ``M = C Cᵀ ≈ A`` in the caller's order.
+The permutation is folded into the kernel that reads ``A``, so no permuted copy of ``A``
+is made. :func:`fill_reducing_order` chooses one (see there for the rule and the
+measurements behind it).
+
 No maintained Python package offers this: scipy.sparse.linalg has ``spilu`` (an
 incomplete LU with a drop tolerance, whose factors are not symmetric) but no
 incomplete Cholesky, and PyPI's ``ilupp`` (which has one) had its last release in
@@ -20,12 +26,13 @@ incomplete Cholesky, and PyPI's ``ilupp`` (which has one) had its last release i
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 from scipy import sparse
 
-__all__ = ["IncompleteCholesky", "incomplete_cholesky", "DEFAULT_FILL"]
+__all__ = ["IncompleteCholesky", "incomplete_cholesky", "fill_reducing_order",
+           "DEFAULT_FILL"]
 
 #: extra entries kept per column beyond ``A``'s own (Lin & Moré's p; TRON uses 5)
 DEFAULT_FILL = 5
@@ -156,15 +163,18 @@ def _backward_loop(n: int, lptr: np.ndarray, lrow: np.ndarray, lval: np.ndarray,
 
 
 def _prepare_loop(n: int, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
-                  aptr: np.ndarray, arow: np.ndarray, aval: np.ndarray, adiag: np.ndarray,
-                  scale: np.ndarray) -> None:
-    """From a symmetric CSR with sorted rows: ``scale = sqrt(|diag|)`` (1 where the
-    diagonal is 0 or not finite), the scaled diagonal ``adiag`` and the scaled strictly
-    lower part in CSC (column j of the lower part is row j's entries right of j)."""
+                  perm: np.ndarray, inverse: np.ndarray, aptr: np.ndarray, arow: np.ndarray,
+                  aval: np.ndarray, adiag: np.ndarray, scale: np.ndarray) -> None:
+    """From a symmetric CSR, ordered by ``perm`` (row ``perm[j]`` of the CSR is row ``j``
+    of ``B = P A Pᵀ``; ``inverse`` is ``perm``'s inverse): ``scale = sqrt(|diag B|)`` (1
+    where the diagonal is 0 or not finite), the scaled diagonal ``adiag`` and the scaled
+    strictly lower part of ``B`` in CSC (column j of the lower part is row j's entries
+    right of j; their rows unsorted, which the factorisation allows)."""
     for j in range(n):
+        r = perm[j]
         d = 0.0
-        for t in range(indptr[j], indptr[j + 1]):
-            if indices[t] == j:
+        for t in range(indptr[r], indptr[r + 1]):
+            if indices[t] == r:
                 d += data[t]
         a = abs(d)
         if not (a > 0.0 and a < np.inf):
@@ -174,13 +184,103 @@ def _prepare_loop(n: int, indptr: np.ndarray, indices: np.ndarray, data: np.ndar
     top = 0
     for j in range(n):
         aptr[j] = top
-        for t in range(indptr[j], indptr[j + 1]):
-            i = indices[t]
+        r = perm[j]
+        for t in range(indptr[r], indptr[r + 1]):
+            i = inverse[indices[t]]
             if i > j:
                 arow[top] = i
                 aval[top] = data[t] / (scale[i] * scale[j])
                 top += 1
     aptr[n] = top
+
+
+#: the ordering found last, for the pattern it was found for (a solver factorises the
+#: Hessians of one pattern at every iterate): (indptr, indices, order or None)
+_LAST_ORDER: list[tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]] = []
+
+
+def _profile(csr: sparse.csr_array, inverse: Optional[np.ndarray]) -> int:
+    """The envelope of the symmetric ``csr`` reordered by ``inverse`` (new index of each old
+    one; None for none): sum over rows of the distance from the first entry in the row to
+    the diagonal, the rows that Cholesky without dropping can fill."""
+    n = csr.shape[0]
+    counts = np.diff(csr.indptr)
+    nonempty = np.flatnonzero(counts)
+    rows = np.arange(n) if inverse is None else inverse
+    cols = csr.indices if inverse is None else inverse[csr.indices]
+    first = rows.copy()
+    if nonempty.size:
+        first[nonempty] = np.minimum(rows[nonempty],
+                                     np.minimum.reduceat(cols, csr.indptr[nonempty]))
+    return int(np.sum(rows - first))
+
+
+def fill_reducing_order(a: Any) -> Optional[np.ndarray]:
+    """A symmetric ordering of the sparse symmetric ``a`` for :func:`incomplete_cholesky`:
+    scipy's reverse Cuthill–McKee (:func:`scipy.sparse.csgraph.reverse_cuthill_mckee`),
+    or None to keep ``a``'s own order.
+
+    The rule: keep ``a``'s order when its bandwidth is at most its densest row's count
+    (no ordering can make the bandwidth less than half that count, so little is left to
+    gain, and RCM would cost more than the factorisation); else take RCM's order when its
+    envelope (the entries an exact Cholesky factor can fill) is smaller than ``a``'s own.
+
+    Measured on this machine (the scripts are in the report of the change that added
+    it): CG iterations to 1e-6 with the factor of the Hessian at the standard start, in
+    ``a``'s order against RCM's.
+
+    ============================  ========  ================  =============
+    problem                       n         natural           RCM
+    ============================  ========  ================  =============
+    cubic-control, rho = 100      10 000    12                1
+    cubic-control, rho = 1e4      10 000    5 000 (shifted)   1
+    torsion                       99 856    77                59
+    journal-bearing               99 856    93                37
+    obstacle                      99 856    75                61
+    minimal-surface               99 856    131               99
+    ============================  ========  ================  =============
+
+    cubic-control's variables come as all states, then all controls, so a state and its
+    control are ``n / 2`` apart: in that order the limited-memory factor drops the
+    coupling (and with a large penalty needs a shift), while RCM interleaves them into a
+    band of width 2. On the grids both orders have bandwidth ``sqrt(n)``, and RCM's
+    envelope is a third smaller. Chained Rosenbrock (bandwidth 2) keeps its order.
+
+    The last pattern's ordering is kept, so the iterates of a solve pay for RCM once
+    (checking the pattern costs a comparison of its index arrays).
+
+    Parameters
+    ----------
+    a : scipy sparse matrix, shape (n, n)
+        Symmetric, with its structural pattern (both triangles).
+
+    Returns
+    -------
+    ndarray of int64, shape (n,), or None
+        ``order[j]`` is the row of ``a`` that becomes row ``j``.
+    """
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    csr = a if isinstance(a, sparse.csr_array) else sparse.csr_array(a)
+    if _LAST_ORDER:
+        indptr, indices, kept = _LAST_ORDER[0]
+        if (indptr.shape == csr.indptr.shape and indices.shape == csr.indices.shape
+                and np.array_equal(indptr, csr.indptr)
+                and np.array_equal(indices, csr.indices)):
+            return kept
+    n = csr.shape[0]
+    counts = np.diff(csr.indptr)
+    rows = np.repeat(np.arange(n), counts)
+    width = int(np.max(np.abs(csr.indices - rows), initial=0))
+    order: Optional[np.ndarray] = None
+    if width > int(np.max(counts, initial=0)):
+        rcm = np.asarray(reverse_cuthill_mckee(csr, symmetric_mode=True), dtype=np.int64)
+        inverse = np.empty(n, np.int64)
+        inverse[rcm] = np.arange(n)
+        if _profile(csr, inverse) < _profile(csr, None):
+            order = rcm
+    _LAST_ORDER[:] = [(csr.indptr.copy(), csr.indices.copy(), order)]
+    return order
 
 
 _KERNELS: dict[str, Any] = {}
@@ -199,7 +299,8 @@ def _kernel(name: str) -> Any:
 
 
 class IncompleteCholesky:
-    """``M = S L Lᵀ S ≈ A`` (``S = D^{1/2}``); the factor of :func:`incomplete_cholesky`.
+    """``M = Pᵀ S L Lᵀ S P ≈ A`` (``S = D^{1/2}``, ``P`` the ordering, or ``I``); the
+    factor of :func:`incomplete_cholesky`.
 
     Attributes
     ----------
@@ -207,19 +308,24 @@ class IncompleteCholesky:
         The ``α`` of the factorisation that succeeded (0 when none was needed).
     nnz : int
         Entries of ``L`` (its diagonal included).
+    order : ndarray or None
+        The ordering: row ``order[j]`` of ``A`` is row ``j`` of the matrix factorised
+        (None: ``A``'s own order).
     """
 
     def __init__(self, n: int, scale: np.ndarray, lptr: np.ndarray, lrow: np.ndarray,
-                 lval: np.ndarray, diag: np.ndarray, shift: float) -> None:
+                 lval: np.ndarray, diag: np.ndarray, shift: float,
+                 order: Optional[np.ndarray] = None) -> None:
         self.n = n
         self.scale = scale
         self.lptr, self.lrow, self.lval, self.diag = lptr, lrow, lval, diag
         self.shift = shift
         self.nnz = int(lptr[-1]) + n
+        self.order = order
 
     def left(self, v: np.ndarray) -> np.ndarray:
-        """``C⁻¹ v`` for ``M = C Cᵀ``, ``C = S L`` (a new array)."""
-        y = v / self.scale
+        """``C⁻¹ v`` for ``M = C Cᵀ``, ``C = Pᵀ S L`` (a new array)."""
+        y = (v if self.order is None else v[self.order]) / self.scale
         _kernel("forward")(self.n, self.lptr, self.lrow, self.lval, self.diag, y)
         return y
 
@@ -228,24 +334,32 @@ class IncompleteCholesky:
         y = np.array(v, dtype=np.float64)
         _kernel("backward")(self.n, self.lptr, self.lrow, self.lval, self.diag, y)
         y /= self.scale
-        return y
+        if self.order is None:
+            return y
+        out = np.empty_like(y)
+        out[self.order] = y
+        return out
 
     def solve(self, r: np.ndarray) -> np.ndarray:
         """``M⁻¹ r``."""
         return self.right(self.left(r))
 
     def factor(self) -> sparse.csc_array:
-        """``C = S L`` as a sparse lower-triangular matrix (for tests and inspection)."""
+        """``C = Pᵀ S L`` as a sparse matrix, lower triangular when there is no ordering
+        (for tests and inspection)."""
         n = self.n
         cols = np.repeat(np.arange(n), np.diff(self.lptr))
         rows = np.concatenate([np.arange(n), self.lrow[: self.lptr[-1]]])
         cols = np.concatenate([np.arange(n), cols])
         vals = np.concatenate([self.diag, self.lval[: self.lptr[-1]]])
-        lower = sparse.csc_array((vals, (rows, cols)), shape=(n, n))
-        return sparse.csc_array(sparse.diags_array(self.scale) @ lower)
+        vals = vals * self.scale[rows]
+        if self.order is not None:
+            rows = self.order[rows]
+        return sparse.csc_array((vals, (rows, cols)), shape=(n, n))
 
 
-def incomplete_cholesky(a: Any, fill: int = DEFAULT_FILL) -> IncompleteCholesky:
+def incomplete_cholesky(a: Any, fill: int = DEFAULT_FILL,
+                        order: Optional[np.ndarray] = None) -> IncompleteCholesky:
     """Lin & Moré's limited-memory incomplete Cholesky of the symmetric sparse ``a``.
 
     Parameters
@@ -257,11 +371,15 @@ def incomplete_cholesky(a: Any, fill: int = DEFAULT_FILL) -> IncompleteCholesky:
         Entries kept per column of ``L`` beyond ``a``'s own below the diagonal
         (Lin & Moré's ``p``); ``fill >= n`` keeps everything (an exact Cholesky
         factor of an SPD ``a``).
+    order : ndarray of int, shape (n,), optional
+        A symmetric ordering (a permutation: row ``order[j]`` of ``a`` becomes row
+        ``j``), such as :func:`fill_reducing_order` gives; None keeps ``a``'s order.
 
     Returns
     -------
     IncompleteCholesky
-        ``M = C Cᵀ`` positive definite, with ``C`` lower triangular.
+        ``M = C Cᵀ`` positive definite, with ``C = Pᵀ S L`` (lower triangular
+        without an ordering).
     """
     csr = a if isinstance(a, sparse.csr_array) else sparse.csr_array(a)
     if csr.dtype != np.float64:
@@ -270,13 +388,23 @@ def incomplete_cholesky(a: Any, fill: int = DEFAULT_FILL) -> IncompleteCholesky:
         csr = csr.copy()
         csr.sort_indices()
     n = csr.shape[0]
+    natural = np.arange(n, dtype=np.int64)
+    if order is None:
+        perm = inverse = natural
+    else:
+        perm = np.asarray(order, dtype=np.int64)
+        if perm.shape != (n,):
+            raise ValueError(f"order has shape {perm.shape}; a permutation of {n} rows "
+                             "is needed")
+        inverse = np.empty(n, np.int64)
+        inverse[perm] = natural
     # symmetric: the rows of the CSR are the columns of the CSC, so no transpose is made
     indptr = np.zeros(n + 1, np.int64)
     indices = np.empty(max(csr.nnz, 1), np.int64)
     data = np.empty(max(csr.nnz, 1))
     adiag, scale = np.empty(n), np.empty(n)
-    _kernel("prepare")(n, csr.indptr, csr.indices, csr.data, indptr, indices, data, adiag,
-                       scale)
+    _kernel("prepare")(n, csr.indptr, csr.indices, csr.data, perm, inverse, indptr, indices,
+                       data, adiag, scale)
     fill = int(min(max(fill, 0), n))
     cap = int(indptr[-1]) + fill * n
     lptr = np.zeros(n + 1, np.int64)
@@ -289,7 +417,8 @@ def incomplete_cholesky(a: Any, fill: int = DEFAULT_FILL) -> IncompleteCholesky:
     factor = _kernel("factor")
     for _ in range(_MAX_SHIFTS):
         if factor(n, indptr, indices, data, adiag, alpha, fill, lptr, lrow, lval, diag):
-            return IncompleteCholesky(n, scale, lptr, lrow, lval, diag, alpha)
+            return IncompleteCholesky(n, scale, lptr, lrow, lval, diag, alpha,
+                                      None if order is None else perm)
         alpha = max(2.0 * alpha, _ALPHA0)
     raise np.linalg.LinAlgError("incomplete Cholesky failed even with a diagonal shift of "
                                 f"{alpha:g}: the matrix has nan or inf entries")

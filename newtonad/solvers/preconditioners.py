@@ -11,7 +11,9 @@
 ``"ichol"``
     the limited-memory incomplete Cholesky factor of the sparse Hessian
     (:mod:`.ichol`, Lin & Moré 1999b), shifted on breakdown so that ``M`` is
-    positive definite whatever the curvature of ``H``.
+    positive definite whatever the curvature of ``H``, in the symmetric ordering of
+    :func:`.ichol.fill_reducing_order` (reverse Cuthill–McKee where it narrows the
+    envelope).
 
 Both need the Hessian as a sparse matrix, which a newtonad ``Objective`` gives
 (``sparse_hess``: the pattern, colouring and recovery plan are made once per
@@ -33,12 +35,16 @@ import numpy as np
 from scipy import sparse
 
 __all__ = ["Preconditioner", "DiagonalPreconditioner", "make_preconditioner",
-           "sparse_hessian_at", "restrict", "preconditioned", "precondition_products"]
+           "sparse_hessian_at", "restrict", "restrict_order", "preconditioned",
+           "precondition_products", "CHOOSE"]
 
 
 #: Hessians with more non-zeros per variable than this are refused (the pattern is found
 #: once per traced program and kept, so the test costs nothing after the first iterate)
 MAX_NNZ_PER_ROW = 512
+
+#: ``make_preconditioner``'s ``order`` when the ordering is to be chosen for the matrix
+CHOOSE = "choose"
 
 
 class Preconditioner(Protocol):
@@ -95,13 +101,22 @@ def sparse_hessian_at(problem: Any, x: np.ndarray) -> Any:
     return problem.sparse_hess(x)
 
 
-def make_preconditioner(kind: Optional[str], h: Any) -> Optional[Preconditioner]:
+def make_preconditioner(kind: Optional[str], h: Any, order: Any = CHOOSE
+                        ) -> Optional[Preconditioner]:
     """The preconditioner ``kind`` of the sparse symmetric matrix ``h`` (None for None).
 
     Parameters
     ----------
     kind : {None, "diagonal", "ichol"}
     h : scipy sparse matrix, shape (n, n)
+    order : ndarray of int, None or CHOOSE
+        The symmetric ordering of the incomplete Cholesky factorisation (row ``order[j]``
+        of ``h`` becomes row ``j``); None for ``h``'s own; :data:`CHOOSE` (the default)
+        for :func:`.ichol.fill_reducing_order`'s choice.
+
+    Returns
+    -------
+    Preconditioner or None
     """
     if kind is None:
         return None
@@ -113,7 +128,11 @@ def make_preconditioner(kind: Optional[str], h: Any) -> Optional[Preconditioner]
         if not np.isfinite(h.data).all():  # nan or inf in H: the diagonal of what is finite
             return DiagonalPreconditioner(np.nan_to_num(h.diagonal(), posinf=1.0,
                                                         neginf=1.0))
-        return incomplete_cholesky(h)
+        if isinstance(order, str):
+            from .ichol import fill_reducing_order
+
+            order = fill_reducing_order(h)
+        return incomplete_cholesky(h, order=order)
     raise ValueError(f"unknown preconditioner {kind!r}; use None, 'diagonal' or 'ichol'")
 
 
@@ -122,6 +141,17 @@ def restrict(h: Any, free: np.ndarray) -> Any:
     index = np.flatnonzero(free)
     csr = sparse.csr_array(h)
     return csr[index][:, index]
+
+
+def restrict_order(order: Optional[np.ndarray], free: np.ndarray) -> Optional[np.ndarray]:
+    """The ordering that ``order`` (of all variables, or None) induces on the free ones
+    (a boolean mask): the free variables in the order ``order`` puts them, numbered as
+    rows of :func:`restrict`'s submatrix. A solver whose free set changes keeps the
+    ordering of the whole Hessian, found once, instead of ordering each submatrix."""
+    if order is None:
+        return None
+    position = np.cumsum(free) - 1
+    return position[order[free[order]]]
 
 
 def preconditioned(inner: type, kind: str) -> type:

@@ -198,9 +198,19 @@ def subspace_step(x: np.ndarray, g: np.ndarray, lb: np.ndarray, ub: np.ndarray,
     ``hessian`` is the sparse Hessian at ``x`` for the ``"diagonal"`` or ``"ichol"``
     preconditioner of ``H_FF``.
     """
-    from .preconditioners import make_preconditioner, precondition_products, restrict
+    from .preconditioners import (
+        make_preconditioner,
+        precondition_products,
+        restrict,
+        restrict_order,
+    )
 
     n = x.size
+    order = None
+    if preconditioner == "ichol":  # the whole Hessian's ordering, induced on each free set
+        from .ichol import fill_reducing_order
+
+        order = fill_reducing_order(hessian)
     w = x + s
     gq = g + hs
     reference = None
@@ -225,7 +235,8 @@ def subspace_step(x: np.ndarray, g: np.ndarray, lb: np.ndarray, ub: np.ndarray,
         m = None
         if preconditioner is not None:
             sub = hessian if all_free else restrict(hessian, free)
-            m = make_preconditioner(preconditioner, sub)
+            m = make_preconditioner(preconditioner, sub,
+                                    order if all_free else restrict_order(order, free))
             assert m is not None
             op = precondition_products(m, op)
             b = m.left(gf)
