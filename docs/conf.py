@@ -19,10 +19,9 @@ sys.path.insert(0, str(HERE / "_ext"))  # progdraw, traced
 sys.path.insert(0, str(HERE))  # perf_plots
 
 import newtonad  # noqa: E402
-import newtonad.api  # noqa: E402
 
 #: the engine the examples run on (the figures switch to NumPy; see plot_pre_code)
-EXAMPLE_ENGINE = newtonad.api.DEFAULT_ENGINE
+EXAMPLE_ENGINE = newtonad.settings.engine
 
 project = "newtonad"
 author = "the newtonad developers"
@@ -113,9 +112,9 @@ doctest_default_flags = (doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
                          | doctest.IGNORE_EXCEPTION_DETAIL | doctest.DONT_ACCEPT_TRUE_FOR_1)
 doctest_test_doctest_blocks = ""  # docstring examples: tests/test_doctests.py runs them
 doctest_global_setup = f'''
-import newtonad.api as _api
+import newtonad as _newtonad
 
-_api.DEFAULT_ENGINE = {EXAMPLE_ENGINE!r}
+_newtonad.settings.engine = {EXAMPLE_ENGINE!r}
 import contextlib as _contextlib
 import shlex as _shlex
 
@@ -147,9 +146,9 @@ plot_rcparams = {"savefig.bbox": "tight"}
 # figures need values, not speed: the NumPy engine, so no kernel is compiled for a figure
 plot_pre_code = """import numpy as np
 import matplotlib.pyplot as plt
-import newtonad.api
+import newtonad
 
-newtonad.api.DEFAULT_ENGINE = "numpy"
+newtonad.settings.engine = "numpy"
 """
 
 # ---- copy button: copies the code without prompts or output -----------------------------------

@@ -2,7 +2,7 @@
 
 Every module of the package is searched for docstring examples (``>>>``); each
 docstring with examples is one test, so a failure names the function. They run on
-the NumPy reference engine (``newtonad.api.DEFAULT_ENGINE = "numpy"``): the
+the NumPy reference engine (``newtonad.settings.override(engine="numpy")``): the
 examples show values, not speed, and a numba compile per example would cost about
 a second each. Options: whitespace is normalised and ``...`` matches anything
 (the same flags as ``doctest_optionflags`` in pyproject.toml, for
@@ -50,8 +50,9 @@ DOCTESTS = _doctests()
 
 
 @pytest.fixture(autouse=True)
-def numpy_engine(monkeypatch):
-    monkeypatch.setattr(newtonad.api, "DEFAULT_ENGINE", "numpy")
+def numpy_engine():
+    with newtonad.settings.override(engine="numpy"):
+        yield
 
 
 def test_examples_are_found():
