@@ -575,7 +575,7 @@ def test_constraint_without_jac_uses_ad_hook(monkeypatch):
         def jac(x):
             return np.array([-1.0, -1.0])
         return jac, None
-    monkeypatch.setattr(scipy_bridge, "_constraint_derivatives", fake_hook)
+    monkeypatch.setattr(scipy_bridge, "constraint_derivatives", fake_hook)
     con = {"type": "ineq", "fun": lambda x: 1.0 - x[0] - x[1]}
     res = minimize(rosenbrock(), [-1.2, 1.0], method="SLSQP", constraints=con)
     assert used and used[0] is con["fun"]

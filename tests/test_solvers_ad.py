@@ -3,7 +3,7 @@
 ``test_solvers.py`` checks the solvers with hand-coded derivatives; this file
 checks the seams — ``minimize`` wrapping a user function as
 ``newtonad.objective.Objective`` and the constraint hook
-``scipy_bridge._constraint_derivatives`` reaching ``newtonad.api``.
+``scipy_bridge.constraint_derivatives`` reaching ``newtonad.api``.
 """
 
 from __future__ import annotations

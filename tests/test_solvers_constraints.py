@@ -77,7 +77,7 @@ def test_slsqp_nonlinear_constraint_gets_no_hess():
 def spy_on_derivatives(monkeypatch):
     """Record the constraints given AD derivatives and count their Hessian products."""
     from newtonad.solvers import scipy_bridge
-    real = scipy_bridge._constraint_derivatives
+    real = scipy_bridge.constraint_derivatives
     seen = {"funs": [], "hvp": 0}
 
     def spy(fun, args=(), sparse=False):
@@ -88,7 +88,7 @@ def spy_on_derivatives(monkeypatch):
             seen["hvp"] += 1
             return hvp(x, v, p)
         return jac, counted
-    monkeypatch.setattr(scipy_bridge, "_constraint_derivatives", spy)
+    monkeypatch.setattr(scipy_bridge, "constraint_derivatives", spy)
     return seen
 
 

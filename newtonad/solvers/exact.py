@@ -41,7 +41,7 @@ from .trust_region import QuadraticModel, boundary_intersections
 _EPS = float(np.finfo(float).eps)
 
 __all__ = ["ExactSubproblem", "solve_dense_trs", "eigen_trs", "check_size", "MAX_DENSE_N",
-           "HessianBounds", "DenseTRS"]
+           "HessianBounds", "DenseTRS", "safeguarded"]
 
 #: largest n trust-exact accepts (the n-by-n Hessian then takes 200 MB)
 MAX_DENSE_N = 5000
@@ -99,8 +99,19 @@ class HessianBounds(NamedTuple):
         return lo, hi
 
 
-def _safeguarded(lo: float, hi: float) -> float:
-    """CGT eq. 7.3.14: a point of ``[λ_L, λ_U]`` near ``λ_L``, geometric when far."""
+def safeguarded(lo: float, hi: float) -> float:
+    """Return a point of ``[λ_L, λ_U]`` near ``λ_L``, geometric when far (CGT eq. 7.3.14).
+
+    Parameters
+    ----------
+    lo, hi : float
+        The interval ``[λ_L, λ_U]`` of the multiplier, ``0 <= lo <= hi``.
+
+    Returns
+    -------
+    float
+        ``max(sqrt(λ_L λ_U), λ_L + θ (λ_U - λ_L))`` with θ = 0.01.
+    """
     return max(math.sqrt(abs(lo * hi)), lo + _THETA * (hi - lo))
 
 
@@ -250,7 +261,7 @@ def solve_dense_trs(h: np.ndarray, g: np.ndarray, radius: float, *, k_easy: floa
     gnorm = float(np.linalg.norm(g))
     lo, hi = bounds.interval(gnorm, radius)
     lo = max(lo, lam_lo)
-    lam = 0.0 if lo == 0.0 else _safeguarded(lo, hi)
+    lam = 0.0 if lo == 0.0 else safeguarded(lo, hi)
     tiny = n * _EPS * bounds.inf  # below this g is indistinguishable from 0
     diag_idx = np.diag_indices(n)
     u = None
@@ -263,7 +274,7 @@ def solve_dense_trs(h: np.ndarray, g: np.ndarray, radius: float, *, k_easy: floa
             info = 0  # factorised at this λ in the previous iteration
         if info != 0:  # H + λI is not positive definite: λ is too small
             lo = max(lo, lam + _indefinite_bound(a, u, info))
-            lam, u = _safeguarded(lo, hi), None
+            lam, u = safeguarded(lo, hi), None
             continue
         if gnorm <= tiny:  # g ≈ 0: only negative curvature gives a step
             if lam == 0.0:
@@ -272,7 +283,7 @@ def solve_dense_trs(h: np.ndarray, g: np.ndarray, radius: float, *, k_easy: floa
             if sigma * sigma <= k_hard * lam:
                 return DenseTRS(radius * z, lam, True, it, lo)
             hi, lo = lam, max(lo, lam - sigma * sigma)
-            lam, u = _safeguarded(lo, hi), None
+            lam, u = safeguarded(lo, hi), None
             continue
         p = lapack.dpotrs(u, -g, lower=0)[0]
         pn = float(np.linalg.norm(p))
@@ -300,7 +311,7 @@ def solve_dense_trs(h: np.ndarray, g: np.ndarray, radius: float, *, k_easy: floa
             lam = newton
         else:
             lo = max(lo, newton)
-            lam, u = _safeguarded(lo, hi), None
+            lam, u = safeguarded(lo, hi), None
     if past(deadline):
         raise DeadlinePassed
     sol = eigen_trs(h, g, radius)

@@ -33,10 +33,10 @@ from .monitor import Status, wrap_callback
 from .options import check_options_type, check_tol, parse_options
 from .problem import FlatProblem, check_x0
 from .scipy_bridge import (
-    _HESS,
-    _HESSP,
-    _NO_JAC,
     FD_JAC_METHODS,
+    HESS_METHODS,
+    HESSP_METHODS,
+    NO_JAC_METHODS,
     SCIPY_METHODS,
     minimize_with_scipy,
     uses_gradient,
@@ -111,7 +111,7 @@ def _no_ad(f: Callable) -> Any:
 
 def _uses_hessian(meth: str) -> bool:
     """Whether ``meth`` (a native name, a scipy name or ``"_custom"``) takes a Hessian."""
-    return is_native(meth) or meth in _HESS or meth in _HESSP or meth == "_custom"
+    return is_native(meth) or meth in HESS_METHODS or meth in HESSP_METHODS or meth == "_custom"
 
 
 def _traceable(objective: Any, fun: Any, args: tuple, x: np.ndarray) -> Any:
@@ -419,7 +419,7 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
     if native and METHODS[meth].constraints:
         return _run_constrained(meth, fun, x0, args, jac, hess, hessp, bounds, constraints,
                                 callback, parse_options(meth, options, tol))
-    objective = _as_objective(fun, args, jac, hess, hessp, direct=meth in _NO_JAC)
+    objective = _as_objective(fun, args, jac, hess, hessp, direct=meth in NO_JAC_METHODS)
     box = None
     if native and METHODS[meth].bounds and bounds is not None:
         box = parse_bounds(bounds, x0.size)  # scipy's errors, before any evaluation
@@ -459,7 +459,7 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         raise ValueError(f"Unknown solver {method}{hint}; native methods are "
                          f"{', '.join(NATIVE_METHODS)}"
                          f" and scipy's are {', '.join(SCIPY_METHODS)}")
-    if meth in _NO_JAC and given_dtype is not None and given_dtype.kind == "f":
+    if meth in NO_JAC_METHODS and given_dtype is not None and given_dtype.kind == "f":
         # scipy's derivative-free methods keep a float32 x0's type: fun sees it
         x0 = x0.astype(given_dtype)
     return _delegate(objective, x0, meth, meth, jac, tol=tol, options=options,

@@ -10,7 +10,7 @@ accepts them, callables otherwise (:func:`_derivative_kwargs`). ``bounds``
 and ``constraints`` go to scipy; constraint functions written in plain numpy
 without a ``jac`` get Jacobians from the AD core (reverse frames), and for
 trust-constr the Hessian of ``v @ c(x)`` as a forward-over-reverse product, through
-the hook :func:`_constraint_derivatives` — only for the methods that use them
+the hook :func:`constraint_derivatives` — only for the methods that use them
 (SLSQP and trust-constr take Jacobians, only trust-constr a Hessian). A
 constraint that cannot be traced (``float(x[0])``, a value-dependent ``if``)
 keeps working as in scipy: its Jacobian is left to scipy's finite
@@ -37,8 +37,9 @@ from .._stack import user_stacklevel
 from ..objective_protocol import as_objective, function_name
 from .derivatives import given_derivatives
 
-__all__ = ["minimize_with_scipy", "SCIPY_METHODS", "FD_JAC_METHODS", "ConstraintFallbackWarning",
-           "_constraint_derivatives", "uses_gradient"]
+__all__ = ["minimize_with_scipy", "SCIPY_METHODS", "FD_JAC_METHODS", "NO_JAC_METHODS",
+           "HESSP_METHODS", "HESS_METHODS", "ConstraintFallbackWarning",
+           "constraint_derivatives", "uses_gradient"]
 
 #: scipy.optimize.minimize's methods (scipy 1.10 – 1.17)
 SCIPY_METHODS = ("nelder-mead", "powell", "cg", "bfgs", "newton-cg", "l-bfgs-b", "tnc",
@@ -72,7 +73,7 @@ def uses_gradient(meth: str, jac: Any) -> bool:
     return not (isinstance(jac, str) and meth in _FD_JAC)
 
 
-def _constraint_derivatives(constraint: Callable, args: tuple = (), sparse: bool = False
+def constraint_derivatives(constraint: Callable, args: tuple = (), sparse: bool = False
                             ) -> tuple[Callable, Callable]:
     """AD derivatives of a constraint function ``c(x, *args)`` written in numpy.
 
@@ -205,7 +206,7 @@ def _ad_derivatives(fun: Callable, args: tuple, flat: _Flat, x0: np.ndarray, lab
     # trust-constr takes sparse Jacobians: a large one is formed sparse (a dense one of
     # 1e5 rows and columns would not fit in memory)
     sparse = sparse_ok and np.size(c0) * flat.n >= _SPARSE_JAC_FROM
-    ad_jac, ad_hvp = _constraint_derivatives(fun, args, sparse=sparse)
+    ad_jac, ad_hvp = constraint_derivatives(fun, args, sparse=sparse)
     try:
         ad_jac(xs)
         if with_hess and ad_hvp is not None:

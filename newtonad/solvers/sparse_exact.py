@@ -45,13 +45,13 @@ from scipy import sparse
 
 from . import monitor
 from .exact import (
-    _THETA,
     MAX_DENSE_N,
     DenseTRS,
     ExactSubproblem,
     HessianBounds,
     check_size,
     eigen_trs,
+    safeguarded,
 )
 from .linalg import dot, norm
 from .monitor import DeadlinePassed, past
@@ -181,7 +181,7 @@ def solve_sparse_trs(h: Any, g: np.ndarray, radius: float, *, k_easy: float = 1e
     gnorm = norm(g)
     lo, hi = bounds.interval(gnorm, radius)
     lo = max(lo, lam_lo)
-    lam = 0.0 if lo == 0.0 else _safeguarded(lo, hi)
+    lam = 0.0 if lo == 0.0 else safeguarded(lo, hi)
     tiny = n * _EPS * bounds.inf
     fac: Optional[Factor] = None
     last: Optional[DenseTRS] = None
@@ -190,7 +190,7 @@ def solve_sparse_trs(h: Any, g: np.ndarray, radius: float, *, k_easy: float = 1e
             fac = factorise(lam)
         if not fac.definite:
             lo = max(lo, lam + fac.indefinite_bound())
-            lam, fac = _safeguarded(lo, hi), None
+            lam, fac = safeguarded(lo, hi), None
             continue
         if gnorm <= tiny:  # g ≈ 0: only negative curvature gives a step
             if lam == 0.0:
@@ -199,7 +199,7 @@ def solve_sparse_trs(h: Any, g: np.ndarray, radius: float, *, k_easy: float = 1e
             if sigma2 <= k_hard * lam:
                 return DenseTRS(radius * z, lam, True, it, lo)
             hi, lo = lam, max(lo, lam - sigma2)
-            lam, fac = _safeguarded(lo, hi), None
+            lam, fac = safeguarded(lo, hi), None
             continue
         p = fac.solve(-g)
         pn = norm(p)
@@ -225,17 +225,13 @@ def solve_sparse_trs(h: Any, g: np.ndarray, radius: float, *, k_easy: float = 1e
             lam = newton
         else:
             lo = max(lo, newton)
-            lam, fac = _safeguarded(lo, hi), None
+            lam, fac = safeguarded(lo, hi), None
     if n <= _DENSE_FALLBACK_N or last is None:
         if past(deadline):
             raise DeadlinePassed
         return eigen_trs(h.toarray(), g, radius)._replace(iterations=maxiter)
     return last._replace(iterations=maxiter)
 
-
-def _safeguarded(lo: float, hi: float) -> float:
-    """CGT eq. 7.3.14, as in :mod:`.exact`."""
-    return max(math.sqrt(abs(lo * hi)), lo + _THETA * (hi - lo))
 
 
 class SparseExactSubproblem(ExactSubproblem):
