@@ -12,30 +12,40 @@ import numpy as np
 
 from ..program import Program
 
+#: The keyword arguments of a step without params (``**`` copies it: shared safely).
+_NO_KWARGS: dict[str, Any] = {}
+
 
 @functools.lru_cache(maxsize=512)
 def compile_program(program: Program):
     """Return ``run(*inputs) -> tuple of outputs`` for ``program``."""
+    steps = program.steps
     last_use: dict[int, int] = {}
-    for n, step in enumerate(program.steps):
+    for n, step in enumerate(steps):
         for i in step.inputs:
             last_use[i] = n
     keep = set(program.outputs)
-    plan = []
-    for n, step in enumerate(program.steps):
-        dead = tuple(i for i in set(step.inputs) if last_use[i] == n and i not in keep)
-        plan.append((step.primitive.impl, step.inputs, step.kwargs, step.output, dead))
+    dead_at: list[list[int]] = [[] for _ in steps]  # slots released after each step
+    for i, n in last_use.items():
+        if i not in keep:
+            dead_at[n].append(i)
+    # one pass per step of a long program: no work per step beyond the tuple
+    plan = [(step.primitive.impl, step.inputs,
+             dict(step.params) if step.params else _NO_KWARGS, step.output, tuple(dead))
+            for step, dead in zip(steps, dead_at)]
     inputs, outputs = program.inputs, program.outputs
-    n_in = len(inputs)
+    n_in, n_slots = len(inputs), len(program.slots)
 
     def run(*args: Any) -> tuple:
         if len(args) != n_in:
             raise TypeError(f"program takes {n_in} inputs, got {len(args)}")
-        env: dict[int, Any] = dict(zip(inputs, args))
+        env: list[Any] = [None] * n_slots  # by slot number; a released slot holds None
+        for i, a in zip(inputs, args):
+            env[i] = a
         for impl, ins, kwargs, out, dead in plan:
             env[out] = impl(*[env[i] for i in ins], **kwargs)
             for i in dead:
-                del env[i]
+                env[i] = None
         return tuple(np.asarray(env[i]) for i in outputs)
 
     return run
