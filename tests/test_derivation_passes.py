@@ -1,0 +1,88 @@
+"""Shortcuts of the derivation passes give what the passes they skip give, step for step.
+
+* the pullback of the unknown half of partial evaluation, made in one pass, is the
+  transpose of the recorded unknown half;
+* ``fold_scalings`` of a program it would record unchanged returns it without the pass;
+* a second trace of the same code re-rolls nothing (the re-rolled program is kept).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import newtonad as nad
+import newtonad._programs as programs
+from benchmarks.pipeline_report import make_burgers, make_recurrence, make_rk4_fit
+from newtonad.ad import reroll
+from newtonad.ad import transforms as tf
+from newtonad.ad.program import Slot
+from newtonad.ad.trace import trace_function
+
+FUNCTIONS = {
+    "rk4": lambda: make_rk4_fit(8),
+    "burgers": lambda: make_burgers(6, grid=5),
+    "recurrence": lambda: make_recurrence(blocks=3, stages=4, width=2),
+    "scalings": lambda: (lambda x: -np.sum(-(x * 3.0) / 2.0 * x) + np.sum(2.0 * x * x[0]),
+                         np.linspace(0.5, 1.5, 4)),
+    "matrix": lambda: (lambda x: np.sum((np.arange(12.0).reshape(3, 4) @ x - 1.0) ** 2)
+                       + np.sum(np.tanh(x)[::2] / (x[1:3].sum() + 2.0)), np.ones(4)),
+    "constant": lambda: (lambda x: np.sum(x * 0.0) + 3.0, np.ones(3)),
+}
+
+
+def _same(p, q) -> bool:
+    return (p.slots, p.steps, p.inputs, p.outputs) == (q.slots, q.steps, q.inputs, q.outputs) \
+        and str(p) == str(q)
+
+
+def _jvps(name):
+    f, x = FUNCTIONS[name]()
+    traced = trace_function(f, [Slot(x.shape)])
+    program = traced.program
+    for base in (program, tf.value_and_grad_program(program)):
+        for k in (None, 3):
+            known = [True] * len(base.inputs) + [False]
+            yield base, known, tf.jvp_program(base, k)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_pullback_in_one_pass_is_the_transposed_unknown_half(name):
+    for base, known, jp in _jvps(name):
+        jp = tf.fold_scalings(jp, known)
+        n_out = len(base.outputs)
+        split = tf._split(jp, known, n_out, remat=False)
+        linear = tf._unknown_half(jp, split, n_out)
+        n_fixed = len(linear.inputs) - 1
+        recorded = tf.transpose_program(linear, [False] * n_fixed + [True])
+        assert _same(tf._transposed_unknown_half(jp, split, n_out), recorded)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_fold_scalings_without_its_pass_records_what_the_pass_records(name, monkeypatch):
+    for base, known, jp in _jvps(name):
+        for keep in (None, [0, len(base.outputs)]):
+            fast = tf.fold_scalings(jp, known, keep)
+            with monkeypatch.context() as m:
+                m.setattr(tf, "_folds_nothing", lambda *a: False)
+                assert _same(fast, tf.fold_scalings(jp, known, keep))
+
+
+def test_a_program_without_scaling_chains_is_not_folded_again():
+    # the tangent x' * exp(x) is one scaling, written as fold_scalings writes it
+    p = trace_function(lambda x: np.sum(np.exp(x)), [Slot((3,))]).program
+    jp = tf.jvp_program(p, None)
+    assert tf.fold_scalings(jp, [True, False]) is jp
+
+
+def test_second_trace_of_the_same_code_re_rolls_nothing(monkeypatch):
+    calls = []
+    real = reroll.reroll
+    monkeypatch.setattr(reroll, "reroll", lambda p: calls.append(p) or real(p))
+    programs.rerolled.cache_clear()
+    f, x = make_rk4_fit(20)
+    g, _ = make_rk4_fit(20)  # the same code and data, another function object
+    first = nad.Objective(f, engine="numpy").value_and_grad(x)
+    second = nad.Objective(g, engine="numpy").value_and_grad(x)
+    assert len(calls) == 1
+    assert first[0] == second[0] and np.array_equal(first[1], second[1])
