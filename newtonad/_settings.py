@@ -1,6 +1,6 @@
-"""newtonad's run-time settings: one object, :data:`settings`, read by every module that
+"""newtonad's run-time settings: one object, ``newtonad.settings``, read by every module that
 needs a default (today the engine), and changed for a block with
-:meth:`Settings.override`."""
+:meth:`~newtonad.Settings.override`."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ class Settings:
 
 #: the settings every module reads
 settings = Settings()
-settings.__doc__ = """The settings every module of newtonad reads (one :class:`Settings`).
+settings.__doc__ = """The settings every module of newtonad reads (one :class:`~newtonad.Settings`).
 
 Examples
 --------

@@ -1,19 +1,19 @@
 """The objective interface the solvers read, declared once.
 
 Every native solver and the scipy bridge see an objective through
-:class:`ObjectiveProtocol`: value, gradient, value and gradient in one pass,
+:class:`.ObjectiveProtocol`: value, gradient, value and gradient in one pass,
 Hessian-vector products, the Hessian linearised at a point, the dense Hessian and
-counters, plus :class:`Capabilities` saying which of these the objective computes
-itself (the others are derived from them by :class:`CallableObjective`, or not
+counters, plus :class:`.Capabilities` saying which of these the objective computes
+itself (the others are derived from them by ``CallableObjective``, or not
 offered). An objective that gives sparse Hessians also follows
-:class:`SparseHessianObjective`. ``Objective``, ``UntracedObjective`` (the
+``SparseHessianObjective``. ``Objective``, ``UntracedObjective`` (the
 finite-difference fallback), ``FiniteSum`` and the objectives ``minimize`` builds
 from a caller's derivatives implement it; anything else -- an object with ``fun``,
 ``jac`` and ``hessp`` or ``hess``, or the plain callables themselves -- goes through
-the one adapter, :func:`as_objective` / :class:`CallableObjective`, so that no
+the one adapter, :func:`.as_objective` / ``CallableObjective``, so that no
 solver asks an objective what it has.
 
-:func:`dense_hessian` is the one place where a dense Hessian is assembled from
+``dense_hessian`` is the one place where a dense Hessian is assembled from
 blocks of Hessian-vector products.
 
 This module imports only NumPy: the solvers import it without the AD core.
@@ -32,15 +32,15 @@ __all__ = ["Capabilities", "ObjectiveProtocol", "SparseHessianObjective", "Calla
 
 #: a Hessian linearised at one point: ``V -> H V`` for a vector or a frame of columns
 HessOperator = Callable[[np.ndarray], np.ndarray]
-#: the counters an objective may keep, as :meth:`ObjectiveProtocol.counters` names them
+#: the counters an objective may keep, as :meth:`.ObjectiveProtocol.counters` names them
 COUNTERS = ("nfev", "njev", "nhev", "nhvp")
-#: elements of one block of identity columns in :func:`dense_hessian` (32 MiB of float64)
+#: elements of one block of identity columns in ``dense_hessian`` (32 MiB of float64)
 BLOCK_ELEMENTS = 2**22
 
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What an objective computes itself (the rest of :class:`ObjectiveProtocol` is
+    """What an objective computes itself (the rest of :class:`.ObjectiveProtocol` is
     derived from it, or, for the sparse Hessian, not offered).
 
     Attributes
@@ -60,7 +60,7 @@ class Capabilities:
     hess : bool
         ``hess`` is the objective's own (else it is assembled from products).
     sparse_hess : bool
-        The objective follows :class:`SparseHessianObjective`.
+        The objective follows ``SparseHessianObjective``.
     sparse_requested : bool
         The caller asked for sparse Hessians (``Objective(f, sparse=True)``).
     """
@@ -114,7 +114,7 @@ class ObjectiveProtocol(Protocol):
         ...
 
     def counters(self) -> dict[str, int]:
-        """The evaluations the objective counts itself, by the names of :data:`COUNTERS`
+        """The evaluations the objective counts itself, by the names of ``COUNTERS``
         (a counter left out is counted by the solver's calls)."""
         ...
 
@@ -241,7 +241,7 @@ class CallableObjective:
 
     @property
     def capabilities(self) -> Capabilities:
-        """What the callables compute (see :class:`Capabilities`)."""
+        """What the callables compute (see :class:`.Capabilities`)."""
         return self._capabilities
 
     def fun(self, x: Any) -> float:
@@ -276,7 +276,7 @@ class CallableObjective:
         return lambda v: hessp(x, v)
 
     def hess(self, x: Any) -> Any:
-        """``hess(x)``, or the dense Hessian from products (:func:`dense_hessian`)."""
+        """``hess(x)``, or the dense Hessian from products (``dense_hessian``)."""
         if self._hess is not None:
             return self._hess(x)
         x = np.asarray(x)
@@ -288,7 +288,7 @@ class CallableObjective:
 
 
 class _SparseCallableObjective(CallableObjective):
-    """A :class:`CallableObjective` that also gives sparse Hessians."""
+    """A ``CallableObjective`` that also gives sparse Hessians."""
 
     def __init__(self, *args: Any, sparse_hess: Callable, hess_sparsity: Callable,
                  **kwargs: Any) -> None:
@@ -310,7 +310,7 @@ class _SparseCallableObjective(CallableObjective):
 
 def is_objective(f: Any) -> bool:
     """Whether ``f`` is an objective rather than a plain function: it declares
-    :class:`Capabilities`, or has callable ``fun``, ``jac`` and ``hessp`` or ``hess``."""
+    :class:`.Capabilities`, or has callable ``fun``, ``jac`` and ``hessp`` or ``hess``."""
     if isinstance(getattr(f, "capabilities", None), Capabilities):
         return True
     return (callable(getattr(f, "fun", None)) and callable(getattr(f, "jac", None))
@@ -331,7 +331,7 @@ def _takes_keyword(fn: Any, name: str) -> bool:
 
 def as_objective(f: Any) -> Any:
     """Return ``f`` in the objective protocol: itself when it declares its
-    :class:`Capabilities`, else a :class:`CallableObjective` of its methods.
+    :class:`.Capabilities`, else a ``CallableObjective`` of its methods.
 
     The one place where an objective written by hand is asked what it has: ``fun``,
     ``jac``, ``hessp`` or ``hess``; optionally ``value_and_grad``, ``linearize_hessp``
@@ -341,7 +341,7 @@ def as_objective(f: Any) -> Any:
     Parameters
     ----------
     f : object
-        An objective (see :func:`is_objective`).
+        An objective (see ``is_objective``).
 
     Returns
     -------
