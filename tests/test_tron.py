@@ -105,6 +105,31 @@ def test_active_set_matches_an_independent_solve():
     assert np.array_equal(active, (ref.x <= lb + 1e-9) | (ref.x >= ub - 1e-9))
 
 
+@pytest.mark.parametrize("preconditioner", [None, "ichol"])
+def test_torsion_active_set_is_the_one_of_a_1e_12_solve(preconditioner):
+    # issue's clause: at the target tolerance (1e-6 x the initial projected gradient) the
+    # active set is exactly the one of a solve to 1e-12 x, whose KKT signs are checked
+    from newtonad import problems
+
+    p = problems.get("torsion", 1600)
+    lb, ub = p.bounds.lb, p.bounds.ub
+    x0 = np.clip(p.x0, lb, ub)
+    obj = _objective(p.fun)
+    pg0 = _projected_gradient_norm(x0, obj.jac(x0), lb, ub)
+    runs = [nad.minimize(_objective(p.fun), x0, method="tron", bounds=p.bounds,
+                         options={"gtol": rel * pg0, "preconditioner": preconditioner})
+            for rel in (1e-6, 1e-12)]
+    target, reference = runs
+    assert reference.success and _projected_gradient_norm(
+        reference.x, obj.jac(reference.x), lb, ub) <= 1e-12 * pg0
+    g = obj.jac(reference.x)
+    at_lower, at_upper = reference.x <= lb, reference.x >= ub
+    assert np.all(g[at_lower] >= 0.0) and np.all(g[at_upper] <= 0.0)
+    active = [(r.x <= lb) | (r.x >= ub) for r in runs]
+    assert 0 < active[1].sum() < p.n
+    assert np.array_equal(active[0], active[1])
+
+
 def test_preconditioned_tron_finds_the_same_point():
     n = 30
     a, b, lb, ub = _bounded_quadratic(n, seed=3)
