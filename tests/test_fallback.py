@@ -110,6 +110,16 @@ def test_untraceable_fun_on_hessian_methods_finds_the_minimum(method):
     np.testing.assert_allclose(res.x, [1.0, 0.0], atol=1e-4)
 
 
+@pytest.mark.parametrize("method", ["trust-ncg", "newton-cg", "BFGS", "L-BFGS-B",
+                                    "Nelder-Mead", "tron"])
+def test_an_objective_of_an_untraceable_fun_given_to_minimize_falls_back(method):
+    # the caller's own Objective, not a plain fun: it falls back by itself, once
+    res, fallbacks = quiet(nad.minimize, nad.Objective(untraceable), X0, method=method)
+    assert len(fallbacks) == 1
+    assert res.success, res.message
+    np.testing.assert_allclose(res.x, [1.0, 0.0], atol=1e-3)
+
+
 def test_the_warning_names_the_reason_and_the_users_line():
     with pytest.warns(nad.TraceFallbackWarning) as record:
         nad.minimize(untraceable, X0, method="BFGS")
