@@ -145,6 +145,17 @@ def test_restricted_order_is_the_induced_permutation():
     c = pre.factor().toarray()
     assert np.linalg.eigvalsh(c @ c.T).min() > 0
     assert restrict_order(None, free) is None
+    # the submatrix's factor read from the whole matrix is the factor of the submatrix
+    for o in (sub, None):
+        whole = incomplete_cholesky(h, fill=2, order=o, subset=index)
+        alone = incomplete_cholesky(restrict(h, free), fill=2, order=o)
+        assert_allclose(whole.factor().toarray(), alone.factor().toarray(), atol=1e-13)
+        v = np.arange(index.size, dtype=float)
+        assert_allclose(whole.solve(v), alone.solve(v), atol=1e-12)
+    for kind in ("diagonal", "ichol"):
+        via = make_preconditioner(kind, h, None, subset=index)
+        formed = make_preconditioner(kind, restrict(h, free), None)
+        assert_allclose(via.solve(v), formed.solve(v), atol=1e-12)
 
 
 def test_diagonal_preconditioner_replaces_zero_entries():

@@ -166,7 +166,8 @@ def _prepare_loop(n: int, indptr: np.ndarray, indices: np.ndarray, data: np.ndar
                   perm: np.ndarray, inverse: np.ndarray, aptr: np.ndarray, arow: np.ndarray,
                   aval: np.ndarray, adiag: np.ndarray, scale: np.ndarray) -> None:
     """From a symmetric CSR, ordered by ``perm`` (row ``perm[j]`` of the CSR is row ``j``
-    of ``B = P A Pᵀ``; ``inverse`` is ``perm``'s inverse): ``scale = sqrt(|diag B|)`` (1
+    of ``B = P A Pᵀ``, or of a principal submatrix of it when ``perm`` has fewer rows;
+    ``inverse`` is ``perm``'s inverse, -1 for rows left out): ``scale = sqrt(|diag B|)`` (1
     where the diagonal is 0 or not finite), the scaled diagonal ``adiag`` and the scaled
     strictly lower part of ``B`` in CSC (column j of the lower part is row j's entries
     right of j; their rows unsorted, which the factorisation allows)."""
@@ -359,7 +360,8 @@ class IncompleteCholesky:
 
 
 def incomplete_cholesky(a: Any, fill: int = DEFAULT_FILL,
-                        order: Optional[np.ndarray] = None) -> IncompleteCholesky:
+                        order: Optional[np.ndarray] = None,
+                        subset: Optional[np.ndarray] = None) -> IncompleteCholesky:
     """Lin & Moré's limited-memory incomplete Cholesky of the symmetric sparse ``a``.
 
     Parameters
@@ -374,6 +376,11 @@ def incomplete_cholesky(a: Any, fill: int = DEFAULT_FILL,
     order : ndarray of int, shape (n,), optional
         A symmetric ordering (a permutation: row ``order[j]`` of ``a`` becomes row
         ``j``), such as :func:`fill_reducing_order` gives; None keeps ``a``'s order.
+        With ``subset``, a permutation of the submatrix's rows.
+    subset : ndarray of int, optional
+        Sorted rows of ``a``: factorise the principal submatrix ``a[subset][:, subset]``
+        (read from ``a`` itself, without forming it), as a solver does for its free
+        variables; vectors are then in the submatrix's numbering.
 
     Returns
     -------
@@ -387,20 +394,25 @@ def incomplete_cholesky(a: Any, fill: int = DEFAULT_FILL,
     if not csr.has_sorted_indices:
         csr = csr.copy()
         csr.sort_indices()
-    n = csr.shape[0]
+    full = csr.shape[0]
+    rows = None if subset is None else np.asarray(subset, dtype=np.int64)
+    n = full if rows is None else rows.size
     natural = np.arange(n, dtype=np.int64)
-    if order is None:
+    if order is not None:
+        order = np.asarray(order, dtype=np.int64)
+        if order.shape != (n,):
+            raise ValueError(f"order has shape {order.shape}; a permutation of {n} rows "
+                             "is needed")
+    # perm: the row of csr that becomes row j; inverse: -1 for the rows left out
+    perm = rows if order is None else order if rows is None else rows[order]
+    if perm is None:
         perm = inverse = natural
     else:
-        perm = np.asarray(order, dtype=np.int64)
-        if perm.shape != (n,):
-            raise ValueError(f"order has shape {perm.shape}; a permutation of {n} rows "
-                             "is needed")
-        inverse = np.empty(n, np.int64)
+        inverse = np.full(full, -1, np.int64)
         inverse[perm] = natural
     # symmetric: the rows of the CSR are the columns of the CSC, so no transpose is made
     indptr = np.zeros(n + 1, np.int64)
-    indices = np.empty(max(csr.nnz, 1), np.int64)
+    indices = np.empty(max(csr.nnz, 1), np.int64)  # a bound for the submatrix's too
     data = np.empty(max(csr.nnz, 1))
     adiag, scale = np.empty(n), np.empty(n)
     _kernel("prepare")(n, csr.indptr, csr.indices, csr.data, perm, inverse, indptr, indices,
@@ -417,8 +429,7 @@ def incomplete_cholesky(a: Any, fill: int = DEFAULT_FILL,
     factor = _kernel("factor")
     for _ in range(_MAX_SHIFTS):
         if factor(n, indptr, indices, data, adiag, alpha, fill, lptr, lrow, lval, diag):
-            return IncompleteCholesky(n, scale, lptr, lrow, lval, diag, alpha,
-                                      None if order is None else perm)
+            return IncompleteCholesky(n, scale, lptr, lrow, lval, diag, alpha, order)
         alpha = max(2.0 * alpha, _ALPHA0)
     raise np.linalg.LinAlgError("incomplete Cholesky failed even with a diagonal shift of "
                                 f"{alpha:g}: the matrix has nan or inf entries")

@@ -101,8 +101,8 @@ def sparse_hessian_at(problem: Any, x: np.ndarray) -> Any:
     return problem.sparse_hess(x)
 
 
-def make_preconditioner(kind: Optional[str], h: Any, order: Any = CHOOSE
-                        ) -> Optional[Preconditioner]:
+def make_preconditioner(kind: Optional[str], h: Any, order: Any = CHOOSE,
+                        subset: Optional[np.ndarray] = None) -> Optional[Preconditioner]:
     """The preconditioner ``kind`` of the sparse symmetric matrix ``h`` (None for None).
 
     Parameters
@@ -112,7 +112,11 @@ def make_preconditioner(kind: Optional[str], h: Any, order: Any = CHOOSE
     order : ndarray of int, None or CHOOSE
         The symmetric ordering of the incomplete Cholesky factorisation (row ``order[j]``
         of ``h`` becomes row ``j``); None for ``h``'s own; :data:`CHOOSE` (the default)
-        for :func:`.ichol.fill_reducing_order`'s choice.
+        for :func:`.ichol.fill_reducing_order`'s choice. With ``subset``, of the
+        submatrix.
+    subset : ndarray of int, optional
+        Sorted rows: the preconditioner of the principal submatrix ``h[subset][:, subset]``
+        (:func:`restrict`), which ``"ichol"`` reads from ``h`` without forming it.
 
     Returns
     -------
@@ -120,25 +124,29 @@ def make_preconditioner(kind: Optional[str], h: Any, order: Any = CHOOSE
     """
     if kind is None:
         return None
+    diagonal = h.diagonal() if subset is None else h.diagonal()[subset]
     if kind == "diagonal":
-        return DiagonalPreconditioner(h.diagonal())
+        return DiagonalPreconditioner(diagonal)
     if kind == "ichol":
         from .ichol import incomplete_cholesky
 
         if not np.isfinite(h.data).all():  # nan or inf in H: the diagonal of what is finite
-            return DiagonalPreconditioner(np.nan_to_num(h.diagonal(), posinf=1.0,
-                                                        neginf=1.0))
+            return DiagonalPreconditioner(np.nan_to_num(diagonal, posinf=1.0, neginf=1.0))
         if isinstance(order, str):
             from .ichol import fill_reducing_order
 
-            order = fill_reducing_order(h)
-        return incomplete_cholesky(h, order=order)
+            order = fill_reducing_order(h if subset is None else restrict_rows(h, subset))
+        return incomplete_cholesky(h, order=order, subset=subset)
     raise ValueError(f"unknown preconditioner {kind!r}; use None, 'diagonal' or 'ichol'")
 
 
 def restrict(h: Any, free: np.ndarray) -> Any:
     """The submatrix ``h[F, F]`` of the free variables ``F`` (a boolean mask)."""
-    index = np.flatnonzero(free)
+    return restrict_rows(h, np.flatnonzero(free))
+
+
+def restrict_rows(h: Any, index: np.ndarray) -> Any:
+    """The principal submatrix ``h[index][:, index]``."""
     csr = sparse.csr_array(h)
     return csr[index][:, index]
 

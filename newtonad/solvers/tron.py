@@ -198,12 +198,7 @@ def subspace_step(x: np.ndarray, g: np.ndarray, lb: np.ndarray, ub: np.ndarray,
     ``hessian`` is the sparse Hessian at ``x`` for the ``"diagonal"`` or ``"ichol"``
     preconditioner of ``H_FF``.
     """
-    from .preconditioners import (
-        make_preconditioner,
-        precondition_products,
-        restrict,
-        restrict_order,
-    )
+    from .preconditioners import make_preconditioner, precondition_products, restrict_order
 
     n = x.size
     order = None
@@ -234,9 +229,10 @@ def subspace_step(x: np.ndarray, g: np.ndarray, lb: np.ndarray, ub: np.ndarray,
         b = gf
         m = None
         if preconditioner is not None:
-            sub = hessian if all_free else restrict(hessian, free)
-            m = make_preconditioner(preconditioner, sub,
-                                    order if all_free else restrict_order(order, free))
+            # H_FF's factor read from H itself: no submatrix is formed
+            m = make_preconditioner(preconditioner, hessian,
+                                    order if all_free else restrict_order(order, free),
+                                    subset=None if all_free else index)
             assert m is not None
             op = precondition_products(m, op)
             b = m.left(gf)
