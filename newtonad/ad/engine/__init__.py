@@ -1,6 +1,6 @@
 """Engines run Programs: a Program in, arrays out.
 
-``auto`` is the API's default (``newtonad.api.DEFAULT_ENGINE``, set by the
+``auto`` is the API's default (``newtonad.settings.engine``, set by the
 ``NEWTONAD_ENGINE`` environment variable): a program runs on the reference evaluator at
 once while its numba kernel compiles in a background process, and moves to the kernel
 when it is ready (:mod:`.auto`, :mod:`.background`). ``numba`` compiles fused kernels

@@ -84,7 +84,7 @@ from __future__ import annotations
 import gc
 
 from ..program import Program
-from .fold import _Rerolling
+from .fold import Rerolling
 from .limits import MAX_PERIOD, MIN_TRIP
 
 #: Switch re-rolling of traced programs on or off (tests and benchmarks switch it off to
@@ -127,7 +127,7 @@ def reroll(program: Program) -> Program:
     enabled = gc.isenabled()
     gc.disable()  # many small tuples, no cycles: the collector would rescan the heap
     try:
-        return _Rerolling(program).run()
+        return Rerolling(program).run()
     finally:
         if enabled:
             gc.enable()

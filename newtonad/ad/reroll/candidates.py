@@ -16,7 +16,7 @@ from ..primitives.core import const_p
 from ..primitives.elementwise import add_p, sub_p
 from ..primitives.structural import reshape_p, slice_p
 from ..program import Program, Slot, Step
-from .limits import MAX_PERIOD, MIN_TRIP, READS_BUDGET, _Bail
+from .limits import MAX_PERIOD, MIN_TRIP, READS_BUDGET, Bail
 
 
 class _Candidate(Protocol):
@@ -28,7 +28,7 @@ class _Candidate(Protocol):
 _G = TypeVar("_G", bound=_Candidate)
 
 
-class _Structure:
+class Structure:
     """The program's structure, indexed once: writers, consumers, signatures, element
     reads and chains; and the scan of a sequence of terms for foldable groups."""
 
@@ -180,12 +180,12 @@ class _Structure:
             return 0, None
         try:  # a cheap probe first, so a failing candidate costs O(period), not O(m)
             make(n, p, MIN_TRIP, True)
-        except _Bail:
+        except Bail:
             return 0, None
         while m >= MIN_TRIP:
             try:
                 group = make(n, p, m, False)
-            except _Bail as bail:
+            except Bail as bail:
                 m = min(bail.k, m - 1)
                 continue
             self.slots.extend(group.new_slots)

@@ -12,12 +12,12 @@ from ..primitives.core import const_p
 from ..primitives.elementwise import add_p, neg_p, sub_p
 from ..primitives.structural import broadcast_to_p, concatenate_p, reduce_sum_p, reshape_p
 from ..program import ArrayConst, Program, Slot, Step
-from .candidates import _Structure
-from .limits import MIN_TRIP, _Bail
-from .vectors import _Group
+from .candidates import Structure
+from .limits import MIN_TRIP, Bail
+from .vectors import Group
 
 
-class _Rerolling(_Structure):
+class Rerolling(Structure):
     """One re-rolling of a program: finds the groups, folds them, rebuilds the program."""
 
     def __init__(self, program: Program):
@@ -37,22 +37,22 @@ class _Rerolling(_Structure):
         return self._rebuild()
 
     def _vectors(self, items: list[int], n: int, p: int, m: int, lowest_acc: int,
-                 probe: bool) -> tuple[_Group, list[tuple[str, int]]]:
+                 probe: bool) -> tuple[Group, list[tuple[str, int]]]:
         """The vector node of each of the ``p`` positions of items ``n .. n + m*p - 1``."""
-        group = _Group(self, m, lowest_acc)
+        group = Group(self, m, lowest_acc)
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, 10_000))
         try:
             vectors = [group.vector(tuple(items[n + k * p + r] for k in range(m)))
                        for r in range(p)]
         except RecursionError:
-            raise _Bail(0) from None
+            raise Bail(0) from None
         finally:
             sys.setrecursionlimit(limit)
         if all(kind == "inv" for kind, _ in vectors):
-            raise _Bail(0)  # nothing varies: not a loop over anything
+            raise Bail(0)  # nothing varies: not a loop over anything
         if any(group.slot(slot).dtype != "float64" for _, slot in vectors):
-            raise _Bail(0)  # integer or bool terms: sums of them are not re-associated
+            raise Bail(0)  # integer or bool terms: sums of them are not re-associated
         group.vectors = vectors
         return group, vectors
 
@@ -77,7 +77,7 @@ class _Rerolling(_Structure):
                 self.chain_pos[a] = n
         sigs = [(self.signature[t], sign) for t, sign in zip(terms, signs)]
 
-        def make(n: int, p: int, m: int, probe: bool) -> _Group:
+        def make(n: int, p: int, m: int, probe: bool) -> Group:
             group, vectors = self._vectors(terms, n, p, m, max(n, 1), probe)
             if probe:
                 return group
@@ -87,8 +87,8 @@ class _Rerolling(_Structure):
         for n, p, m, group in self._scan(terms, sigs, make):
             self.folds[self.writer[accs[n + m * p - 1]]] = group.steps
 
-    def _sum_group(self, group: _Group, vectors: list[tuple[str, int]], signs: list[int],
-                   accs: list[int], n: int, p: int, m: int) -> _Group:
+    def _sum_group(self, group: Group, vectors: list[tuple[str, int]], signs: list[int],
+                   accs: list[int], n: int, p: int, m: int) -> Group:
         """Finish a chain's group: the sum of each iteration's terms, then over the
         iterations, added to the accumulator before the group."""
         total = -1
@@ -132,9 +132,9 @@ class _Rerolling(_Structure):
             return
         inside = set(wrappers) | {step.output}
 
-        def make(n: int, p: int, m: int, probe: bool) -> _Group:
+        def make(n: int, p: int, m: int, probe: bool) -> Group:
             if any(items[j] < 0 for j in range(n, n + m * p)):
-                raise _Bail(0)
+                raise Bail(0)
             group, vectors = self._vectors(items, n, p, m, sys.maxsize, probe)
             if not probe:
                 group.check_private(inside)

@@ -10,7 +10,7 @@ MAX_PERIOD = 16
 READS_BUDGET = 64
 
 
-class _Bail(Exception):
+class Bail(Exception):
     """A group cannot be folded; ``k`` is the first iteration that breaks it."""
 
     def __init__(self, k: int):

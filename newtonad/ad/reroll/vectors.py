@@ -16,14 +16,14 @@ from ..primitives.linalg import einsum_p
 from ..primitives.reductions import REDUCTIONS
 from ..primitives.structural import gather_p, reshape_p, slice_p
 from ..program import ArrayConst, Slot, Step
-from .candidates import _Structure
-from .limits import _Bail
+from .candidates import Structure
+from .limits import Bail
 
 
-class _Group:
-    """Builds the vector nodes of one candidate group; raises _Bail when it cannot."""
+class Group:
+    """Builds the vector nodes of one candidate group; raises Bail when it cannot."""
 
-    def __init__(self, owner: _Structure, m: int, lowest_acc: int):
+    def __init__(self, owner: Structure, m: int, lowest_acc: int):
         self.owner = owner
         self.m = m
         self.lowest_acc = lowest_acc
@@ -50,7 +50,7 @@ class _Group:
         aval = final.primitive.abstract_eval(*(self.slot(i) for i in final.inputs),
                                              **final.kwargs)
         if aval != self.owner.slots[final.output]:
-            raise _Bail(0)
+            raise Bail(0)
         self.steps.append(final)
 
     def _forbidden(self, slot: int) -> bool:
@@ -63,7 +63,7 @@ class _Group:
         s0 = slots[0]
         if s0 == slots[1] and all(s == s0 for s in slots):
             if self._forbidden(s0):
-                raise _Bail(0)
+                raise Bail(0)
             return ("inv", s0)  # broadcast: it lines up with the trailing axes
         if slots in self.memo:
             return self.memo[slots]
@@ -73,17 +73,17 @@ class _Group:
             step_at, aval, chain_pos = owner.step_at, owner.aval, owner.chain_pos
             first = step_at[s0]
             if first is None:
-                raise _Bail(0)
+                raise Bail(0)
             prim, params, arity, a0 = first.primitive, first.params, len(first.inputs), aval[s0]
             steps = []
             for k, s in enumerate(slots):
                 step = step_at[s]
                 if (step is None or step.primitive is not prim or aval[s] != a0
                         or chain_pos.get(s, -1) >= self.lowest_acc):
-                    raise _Bail(k)
+                    raise Bail(k)
                 if len(step.inputs) != arity or (step.params != params
                                                  and prim is not const_p and prim is not slice_p):
-                    raise _Bail(k)  # (constants and block reads check their params below)
+                    raise Bail(k)  # (constants and block reads check their params below)
                 steps.append(step)
             shape = owner.slots[s0].shape  # of one iteration's value
             if prim is const_p and shape == ():
@@ -96,7 +96,7 @@ class _Group:
                 inputs = tuple(self._aligned(kind, slot, len(shape)) for kind, slot in args)
                 out = self.emit(prim, inputs, params)
                 if self.slot(out).shape != (self.m,) + shape:
-                    raise _Bail(0)
+                    raise Bail(0)
                 self.private.append(slots)
             elif prim is reshape_p and len(shape) == 1:
                 out = self._row_read(steps)
@@ -106,14 +106,14 @@ class _Group:
             elif prim in REDUCTIONS and REDUCTIONS[prim].batches:
                 (kind, arg), = [self.vector(tuple(step.inputs[0] for step in steps))]
                 if kind == "inv":
-                    raise _Bail(0)
+                    raise Bail(0)
                 axes = tuple(a + 1 for a in first.kwargs["axes"])
                 out = self.emit(prim, (arg,), (("axes", axes),))
                 if self.slot(out).shape != (self.m,) + shape:
-                    raise _Bail(0)
+                    raise Bail(0)
                 self.private.append(slots)
             else:
-                raise _Bail(0)
+                raise Bail(0)
         self.memo[slots] = ("vec", out)
         return self.memo[slots]
 
@@ -138,7 +138,7 @@ class _Group:
         out = self.emit(einsum_p, (args[0][1], args[1][1]),
                         (("spec", f"{subs[0]},{subs[1]}->{batch}{result}"),))
         if self.slot(out).shape != (self.m,) + shape:
-            raise _Bail(0)
+            raise Bail(0)
         return out
 
     def _row_read(self, steps: list[Step]) -> int:
@@ -149,22 +149,22 @@ class _Group:
         for k, step in enumerate(steps):
             inner = self.owner.step_at[step.inputs[0]]
             if inner is None or inner.primitive is not slice_p:
-                raise _Bail(k)
+                raise Bail(k)
             base = inner.inputs[0]
             shape = self.owner.slots[base].shape
             slices = inner.kwargs["slices"]
             full = all(sl == (0, n, 1) for sl, n in zip(slices[1:], shape[1:]))
             if (len(shape) != 2 or (x >= 0 and base != x) or not full
                     or self.owner.slots[inner.output].shape != (1,) + shape[1:]):
-                raise _Bail(k)
+                raise Bail(k)
             x = base
             rows.append(slices[0][0])
         i0, c = rows[0], rows[1] - rows[0]
         if c == 0:
-            raise _Bail(1)
+            raise Bail(1)
         for k, i in enumerate(rows):
             if i != i0 + c * k:
-                raise _Bail(k)
+                raise Bail(k)
         stop = i0 + c * self.m
         rest = self.owner.step_at[steps[0].inputs[0]].kwargs["slices"][1:]  # type: ignore[union-attr]
         return self.emit(slice_p, (x,), (("slices", ((i0, stop if stop >= 0 else None, c),)
@@ -175,18 +175,18 @@ class _Group:
         slice when the blocks tile ``x`` (``c == L``), a gather otherwise."""
         x = steps[0].inputs[0]
         if self.owner.slots[x].ndim != 1:
-            raise _Bail(0)
+            raise Bail(0)
         starts = []
         for k, step in enumerate(steps):
             ((a, b, c),) = step.kwargs["slices"]
             if step.inputs[0] != x or c != 1 or b is None or a < 0:
-                raise _Bail(k)
+                raise Bail(k)
             starts.append(a)
         length = self.owner.slots[steps[0].output].shape[0]
         a0, c = starts[0], starts[1] - starts[0]
         for k, a in enumerate(starts):
             if a != a0 + c * k:
-                raise _Bail(k)
+                raise Bail(k)
         if c == length:
             flat = self.emit(slice_p, (x,), (("slices", ((a0, a0 + c * self.m, 1),)),))
             return self.emit(reshape_p, (flat,), (("shape", (self.m, length)),))
@@ -200,7 +200,7 @@ class _Group:
         for k, step in enumerate(steps):
             value = step.kwargs["value"]
             if step.kwargs["dtype"] != dtype or isinstance(value, ArrayConst):
-                raise _Bail(k)
+                raise Bail(k)
             values.append(value)
         array = np.array(values, dtype=dtype)
         return self.emit(const_p, (), (("dtype", dtype), ("value", ArrayConst(array))))
@@ -211,12 +211,12 @@ class _Group:
         base, j0 = element[slots[0]]
         second = element.get(slots[1])
         if second is None or second[0] != base or second[1] == j0:
-            raise _Bail(1)
+            raise Bail(1)
         c = second[1] - j0
         for k, s in enumerate(slots):
             read = element.get(s)
             if read is None or read[0] != base or read[1] != j0 + c * k:
-                raise _Bail(k)
+                raise Bail(k)
         x = base
         if self.owner.slots[x].ndim != 1:
             if x not in self.flat:
@@ -249,5 +249,5 @@ class _Group:
                     first_bad = k
                     break
         if first_bad < self.m - 1:
-            raise _Bail(first_bad)  # iterations before it may still be folded
+            raise Bail(first_bad)  # iterations before it may still be folded
 
