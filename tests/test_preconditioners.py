@@ -103,6 +103,25 @@ def test_ordered_ichol_factorises_the_matrix_in_the_callers_order():
     assert_allclose(m_inv, np.linalg.inv(c @ c.T), atol=1e-10)
 
 
+def test_ichol_reads_unsorted_rows_and_duplicate_entries():
+    a = _random_spd(30, seed=4)
+    rng = np.random.default_rng(5)
+    data, indices = a.data.copy(), a.indices.copy()
+    for r in range(30):  # each row's entries shuffled
+        span = slice(a.indptr[r], a.indptr[r + 1])
+        p = rng.permutation(a.indptr[r + 1] - a.indptr[r])
+        data[span], indices[span] = data[span][p], indices[span][p]
+    shuffled = sparse.csr_array((data, indices, a.indptr.copy()), shape=a.shape)
+    # and every entry split into two halves: a non-canonical matrix with the same sum
+    halves = sparse.csr_array((np.repeat(data / 2.0, 2), np.repeat(indices, 2),
+                               2 * a.indptr), shape=a.shape)
+    assert not shuffled.has_sorted_indices and not halves.has_canonical_format
+    expected = incomplete_cholesky(a, fill=2).factor().toarray()
+    for m in (shuffled, halves):
+        assert_allclose(incomplete_cholesky(m, fill=2).factor().toarray(), expected,
+                        atol=1e-13)
+
+
 def _split_chain(n=400, rho=1e4):
     """The Hessian of a penalised chain whose two halves are coupled entrywise (the
     states and controls of a discretised control problem): ``x_i`` with ``x_{i+n/2}``."""

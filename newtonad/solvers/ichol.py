@@ -47,7 +47,7 @@ def _factor_loop(n: int, indptr: np.ndarray, indices: np.ndarray, data: np.ndarr
                  adiag: np.ndarray, alpha: float, fill: int, lptr: np.ndarray, lrow: np.ndarray,
                  lval: np.ndarray, diag: np.ndarray) -> bool:
     """Left-looking limited-memory incomplete Cholesky of ``A + alpha I``, given as its
-    strictly lower part (CSC: ``indptr``, ``indices``, ``data``, sorted rows) and its
+    strictly lower part (CSC: ``indptr``, ``indices``, ``data``, rows in any order) and its
     diagonal ``adiag``; False on a non-positive pivot."""
     work = np.zeros(n)           # the column being formed, dense
     marked = np.zeros(n, np.bool_)
@@ -63,7 +63,7 @@ def _factor_loop(n: int, indptr: np.ndarray, indices: np.ndarray, data: np.ndarr
         count = 0
         for t in range(indptr[j], indptr[j + 1]):
             i = indices[t]
-            work[i] = data[t]
+            work[i] += data[t]  # (duplicate entries add up, as in scipy's products)
             if not marked[i]:
                 marked[i] = True
                 rows[count] = i
@@ -391,9 +391,7 @@ def incomplete_cholesky(a: Any, fill: int = DEFAULT_FILL,
     csr = a if isinstance(a, sparse.csr_array) else sparse.csr_array(a)
     if csr.dtype != np.float64:
         csr = csr.astype(np.float64)
-    if not csr.has_sorted_indices:
-        csr = csr.copy()
-        csr.sort_indices()
+    # rows need not be sorted (nor duplicates summed): the kernels read them in any order
     full = csr.shape[0]
     rows = None if subset is None else np.asarray(subset, dtype=np.int64)
     n = full if rows is None else rows.size
