@@ -571,10 +571,10 @@ def run_derived(traced: Traced, kind: str, k: int | None, make: Callable[..., An
             return _run_derived(traced, kind, k, make, engine, x, args, extra)
         except GuardFailed:
             traced = path_at(traced, x, args)
-    raise RuntimeError(_NO_PATH)
+    raise RuntimeError(NO_PATH_MESSAGE)
 
 
-_NO_PATH = ("the function's branches went another way each time it was traced at the same "
+NO_PATH_MESSAGE = ("the function's branches went another way each time it was traced at the same "
             "point: is it deterministic? (newtonad follows the branches it takes at each "
             "point; a function whose branches depend on a counter or on random numbers "
             "cannot be traced)")

@@ -17,9 +17,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ._programs import (
-    _NO_PATH,
     FRAME_BUDGET,
     HESSIAN_INSTEAD,
+    NO_PATH_MESSAGE,
     PATH_RETRIES,
     GuardFailed,
     Traced,
@@ -364,7 +364,7 @@ def linearize(f: Callable, x: Any, args: Sequence[Any] = (), *,
             return _linearized(traced, x, args, eng, n_out)
         except GuardFailed:  # f branches another way at x than on the path traced first
             traced = path_at(traced, x, args)
-    raise RuntimeError(_NO_PATH)
+    raise RuntimeError(NO_PATH_MESSAGE)
 
 
 def _linearized(traced: Traced, x: np.ndarray, args: tuple, eng: str,

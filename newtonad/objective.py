@@ -40,7 +40,7 @@ import numpy as np
 from ._hessian_matrices import HessianMatrices
 from ._point import SMALL_POINT_SIZE, Point, Unseen, is_point
 from ._programs import (
-    _NO_PATH,
+    NO_PATH_MESSAGE,
     PATH_RETRIES,
     TRACE_LOCK,
     GuardFailed,
@@ -244,7 +244,7 @@ class Objective(HessianMatrices):
                 return method(self, x, *rest)
             except GuardFailed:
                 continue
-        raise RuntimeError(_NO_PATH)
+        raise RuntimeError(NO_PATH_MESSAGE)
 
     def _untraceable(self, error: BaseException, x: np.ndarray) -> None:
         """``f`` cannot be traced at x: if calling it there works (and the user made this
@@ -634,7 +634,7 @@ class Objective(HessianMatrices):
                 (hv,) = linear_run(*known, V)
             except GuardFailed:  # f branches another way at x than the runners' path
                 if _tries >= PATH_RETRIES:
-                    raise RuntimeError(_NO_PATH) from None
+                    raise RuntimeError(NO_PATH_MESSAGE) from None
                 if self._fallback is not None:  # f cannot be traced: now untraced
                     return self.hessp(x, V)
                 try:

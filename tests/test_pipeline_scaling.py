@@ -105,7 +105,7 @@ def test_simplify_keeping_some_outputs_equals_selecting_them_first():
 # ---- the mechanisms ----------------------------------------------------------------------------
 
 def test_shape_rules_run_once_per_signature_while_tracing_a_loop(monkeypatch):
-    program_module._SHAPES.clear()
+    program_module.SHAPE_MEMO.clear()
     mul = REGISTRY["mul"]
     calls = []
     rule = mul.shape_rule
@@ -126,11 +126,11 @@ def test_output_slot_agrees_with_the_rule_and_keeps_types_of_params_apart():
     a = output_slot(const, (), (("dtype", "float64"), ("value", 1.0)))
     b = output_slot(const, (), (("dtype", "int64"), ("value", 1)))
     assert (a.dtype, b.dtype) == ("float64", "int64")
-    n = len(program_module._SHAPES)
+    n = len(program_module.SHAPE_MEMO)
     big = output_slot(const, (), (("dtype", "float64"),
                                   ("value", program_module.ArrayConst(np.zeros((50, 50))))))
     assert big.shape == (50, 50)
-    assert len(program_module._SHAPES) == n  # constants' arrays are not kept alive
+    assert len(program_module.SHAPE_MEMO) == n  # constants' arrays are not kept alive
     add = REGISTRY["add"]
     for _ in range(2):  # errors are raised every time, never cached
         with pytest.raises(ValueError):

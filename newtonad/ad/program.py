@@ -120,8 +120,8 @@ def _tagged(values: tuple) -> tuple:
 #: rules are pure functions of these; tracing and every transform re-apply the same few
 #: rules to the same few slots thousands of times in a long program (a Python loop
 #: traced term by term), and a rule costs microseconds (NumPy's broadcasting helpers).
-_SHAPES: dict[tuple, Slot] = {}
-_SHAPES_MAX = 1 << 16
+SHAPE_MEMO: dict[tuple, Slot] = {}
+SHAPE_MEMO_MAX = 1 << 16
 
 
 def output_slot(primitive: Any, in_slots: tuple[Slot, ...], params: Any) -> Slot:
@@ -133,7 +133,7 @@ def output_slot(primitive: Any, in_slots: tuple[Slot, ...], params: Any) -> Slot
     never cached.
     """
     if not params and in_slots:  # most steps: no params, one dictionary lookup
-        hit = _SHAPES.get((primitive, in_slots))
+        hit = SHAPE_MEMO.get((primitive, in_slots))
         if hit is not None:
             return hit
     items = tuple(params.items()) if isinstance(params, dict) else params
@@ -142,14 +142,14 @@ def output_slot(primitive: Any, in_slots: tuple[Slot, ...], params: Any) -> Slot
         return primitive.abstract_eval(*in_slots, **dict(items))
     try:
         key = (primitive, in_slots, _tagged(items)) if items else (primitive, in_slots)
-        hit = _SHAPES.get(key)
+        hit = SHAPE_MEMO.get(key)
     except TypeError:  # unhashable params: evaluate the rule every time
         return primitive.abstract_eval(*in_slots, **dict(items))
     if hit is None:
         hit = primitive.abstract_eval(*in_slots, **dict(items))
-        if len(_SHAPES) >= _SHAPES_MAX:
-            _SHAPES.clear()
-        _SHAPES[key] = hit
+        if len(SHAPE_MEMO) >= SHAPE_MEMO_MAX:
+            SHAPE_MEMO.clear()
+        SHAPE_MEMO[key] = hit
     return hit
 
 

@@ -29,7 +29,7 @@ from .gc_pause import gc_paused
 from .primitives.core import Frame, UndefPrimal, const_p
 from .primitives.elementwise import add_any, convert, mul, mul_p
 from .primitives.structural import broadcast_to, zeros
-from .program import _SHAPES, ArrayConst, Program, Slot, Step, output_slot
+from .program import SHAPE_MEMO, ArrayConst, Program, Slot, Step, output_slot
 from .rebuild import build, rebind
 from .remat import choose as choose_residuals
 from .remat import slot_kinds
@@ -690,7 +690,7 @@ def rewidth(program: Program, old: int, new: int) -> Program | None:
                 continue
             in_slots = tuple(map(slots.__getitem__, step.inputs))
             # output_slot's memo read here first: this runs on nearly every step of a frame
-            expected = _SHAPES.get((step.primitive, in_slots)) if not step.params else None
+            expected = SHAPE_MEMO.get((step.primitive, in_slots)) if not step.params else None
             if expected is None:
                 expected = output_slot(step.primitive, in_slots, step.params)
             if expected != slots[step.output]:
