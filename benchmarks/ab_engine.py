@@ -3,8 +3,8 @@
 ``python benchmarks/ab_engine.py OLD_TREE NEW_TREE`` times the measures of
 ``bench_engine.py`` (value, value+gradient, HVP frames, linearised HVPs, per-call
 overhead; newtonad's systems only) with each tree's ``newtonad`` on ``PYTHONPATH``,
-in fresh processes, alternating old and new for ``--rounds`` rounds so that a
-machine's load falls on both alike. Each measure's time is the median of its
+in fresh processes, in the order old, new, new, old, ... for ``--rounds`` rounds so
+that a machine's load falls on both alike. Each measure's time is the median of its
 repeats in a round, and its figure the smallest of those medians over the rounds;
 the table gives new / old. A checkout for an older commit:
 ``git worktree add /tmp/old <commit>``.
@@ -60,12 +60,14 @@ def _time(fn, budget: float, repeats: int) -> float:
     return statistics.median(samples)
 
 
-def _worker(budget: float, repeats: int) -> None:
+def _worker(budget: float, repeats: int, only: str) -> None:
     """Time every case with the ``newtonad`` on ``sys.path``; JSON lines on stdout."""
     sys.path.insert(0, str(HERE))
     import bench_engine as be
 
     for cls_name, params, method in _cases():
+        if only not in f"{cls_name}.{method}{params}":
+            continue
         bench = getattr(be, cls_name)()
         bench.setup(*params)
         seconds = _time(functools.partial(getattr(bench, method), *params), budget, repeats)
@@ -73,10 +75,10 @@ def _worker(budget: float, repeats: int) -> None:
               flush=True)
 
 
-def _round(tree: Path, budget: float, repeats: int) -> dict[str, float]:
+def _round(tree: Path, budget: float, repeats: int, only: str) -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=str(tree))
     out = subprocess.run([sys.executable, __file__, "--worker", "--budget", str(budget),
-                          "--repeats", str(repeats)],
+                          "--repeats", str(repeats), "--only", only],
                          env=env, check=True, capture_output=True, text=True, cwd=HERE).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return {row["case"]: row["seconds"] for row in rows}
@@ -89,18 +91,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--budget", type=float, default=0.3, help="seconds per measure")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--only", default="", help="time the measures whose name holds this")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.worker:
-        _worker(args.budget, args.repeats)
+        _worker(args.budget, args.repeats, args.only)
         return
     if args.old is None or args.new is None:
         parser.error("give two checkouts: OLD_TREE NEW_TREE")
     best: dict[str, dict[str, float]] = {"old": {}, "new": {}}
+    order = [("old", args.old), ("new", args.new)]
     for r in range(args.rounds):
-        for label, tree in (("old", args.old), ("new", args.new)):
-            for case, seconds in _round(tree, args.budget, args.repeats).items():
+        # old, new, new, old, ...: a load that grows or fades falls on both alike
+        for label, tree in (order if r % 2 == 0 else order[::-1]):
+            for case, seconds in _round(tree, args.budget, args.repeats, args.only).items():
                 best[label][case] = min(seconds, best[label].get(case, float("inf")))
             print(f"round {r + 1}/{args.rounds}: {label} done", file=sys.stderr, flush=True)
     ratios = []
