@@ -150,7 +150,16 @@ class Primitive:
         return self.name
 
     def __reduce__(self):  # pickle by name: programs can be sent to other processes
-        return (REGISTRY.__getitem__, (self.name,))
+        return (primitive_named, (self.name,))
+
+
+def primitive_named(name: str) -> Primitive:
+    """The primitive called ``name`` (how a pickled program finds its primitives).
+
+    A module-level function, so that pickle stores a reference to it; the registry's
+    own ``__getitem__`` would pickle the registry with every primitive in it.
+    """
+    return REGISTRY[name]
 
 
 class UndefPrimal:
