@@ -188,6 +188,8 @@ def test_traced_page_lists_every_dispatch_entry(built):
     # keywords come from the implementations' signatures
     assert "numpy.sum a, axis=None, dtype=None, keepdims=False, initial=None, where=None" in page
     assert "scipy.special.logsumexp" in page and "numpy.linalg.slogdet" in page
+    # methods of Var's ArrayMethods mixin are listed, not only Var's own
+    assert all(f"x.{name}" in page for name in ("reshape", "sum", "T", "astype", "backward"))
     assert traced.is_refusal(tables["FUNCTIONS"][np.fft.fft])
     assert not traced.is_refusal(tables["FUNCTIONS"][np.sum])
 

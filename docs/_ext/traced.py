@@ -196,7 +196,10 @@ def method_rows() -> list[list[str]]:
     functions = dispatch_tables()["FUNCTIONS"]
     probe = newtonad.Var(np.ones(3))  # an eager value: refusing methods say why on it
     rows = []
-    for name, value in sorted(vars(newtonad.Var).items()):
+    members: dict[str, object] = {}
+    for cls in reversed(newtonad.Var.__mro__[:-1]):  # the ArrayMethods mixin's too
+        members.update(vars(cls))
+    for name, value in sorted(members.items()):
         if name.startswith("_") or name in getattr(newtonad.Var, "__slots__", ()):
             continue
         if isinstance(value, property):
