@@ -36,7 +36,7 @@ SOLVERS = Path(nad.__file__).resolve().parent / "solvers"
 #: solver modules another session owns, whose probes are replaced there (the
 #: replacement is ``problem.capabilities.sparse_hess`` in preconditioners.py and
 #: ``np.ndim(value)`` in auglag.py); this set only shrinks
-PENDING_PROBES = {"preconditioners.py", "auglag.py"}
+PENDING_PROBES: set[str] = set()
 
 
 def chained_rosenbrock(x):

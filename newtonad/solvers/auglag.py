@@ -129,8 +129,8 @@ def _as_rows(constraint: Any, x0: np.ndarray) -> _Rows:
 
 
 def _flat(value: Any) -> Any:
-    ndim = getattr(value, "ndim", None)
-    if ndim == 1:
+    # np.ndim reads traced values too; lists and tuples are made arrays by reshape
+    if np.ndim(value) == 1 and not isinstance(value, (list, tuple)):
         return value
     return np.reshape(value, (-1,))
 

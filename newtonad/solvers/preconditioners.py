@@ -88,7 +88,7 @@ class DiagonalPreconditioner:
 def sparse_hessian_at(problem: Any, x: np.ndarray) -> Any:
     """The sparse Hessian at flat ``x`` from ``problem`` (a :class:`.FlatProblem`), or a
     ``ValueError`` saying which objective is needed."""
-    if getattr(problem.objective, "sparse_hess", None) is None:
+    if not problem.capabilities.sparse_hess:
         raise ValueError("the 'diagonal' and 'ichol' preconditioners need the Hessian as a "
                          "sparse matrix, which a newtonad Objective gives (pass fun as a "
                          "plain function or nad.Objective(f)); this objective has no "
