@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dis
+import struct
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
@@ -139,11 +140,23 @@ def to_program(inputs: Sequence[Var], outputs: Sequence[Var], stop: int = -1
     return program, closed
 
 
+#: one float object per NaN bit pattern (see :func:`const_params`)
+_NANS: dict[int, float] = {}
+
+
 def const_params(value: np.ndarray) -> dict[str, Any]:
-    """Params of a ``const`` step: scalars inline, arrays by digest."""
+    """Params of a ``const`` step: scalars inline, arrays by digest.
+
+    A NaN scalar is one shared float object per bit pattern: ``nan != nan``, and Python
+    hashes a NaN by its identity, so two traces of the same code would otherwise never
+    give equal programs, and every cache keyed by a program would miss.
+    """
     value = np.asarray(value)
     if value.shape == ():
-        return {"value": value.item(), "dtype": dtype_name(value.dtype)}
+        item = value.item()
+        if item != item:
+            item = _NANS.setdefault(struct.unpack("<q", struct.pack("<d", item))[0], item)
+        return {"value": item, "dtype": dtype_name(value.dtype)}
     return {"value": ArrayConst(value), "dtype": dtype_name(value.dtype)}
 
 
