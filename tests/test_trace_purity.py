@@ -144,6 +144,43 @@ def test_random_draws_while_tracing_are_refused(fun, source):
     assert issubclass(ImpureFunctionError, nad.TracerBoolError)
 
 
+def _draw_in_another_thread(source):
+    """A thread that draws once from the global generator ``source`` and ends."""
+    import threading
+
+    draw = np.random.rand if source == "numpy" else random.random
+    thread = threading.Thread(target=draw)
+    thread.start()
+    thread.join()
+
+
+@pytest.mark.parametrize("source", ["numpy", "python"])
+def test_another_thread_s_draw_during_a_trace_is_not_the_function_s(source):
+    import threading
+
+    calls = []
+    stay = threading.Event()  # keeps a second thread alive, as a Dask worker's are
+    keeper = threading.Thread(target=stay.wait)
+    keeper.start()
+    try:
+        def f(x):
+            if not calls:  # another thread draws during the first trace only
+                _draw_in_another_thread(source)
+            calls.append(1)
+            return np.sum(x ** 2)
+
+        assert_close(nad.grad(f, engine="numpy")(X), 2 * X, 1e-15, 0)
+        assert len(calls) == 2  # traced once more to tell the draws apart
+
+        # a function that draws on every trace is refused still, naming the threads
+        with pytest.raises(ImpureFunctionError, match="other threads drew"):
+            nad.grad(noisy_global if source == "numpy" else noisy_python,
+                     engine="numpy")(X)
+    finally:
+        stay.set()
+        keeper.join()
+
+
 def test_a_stochastic_objective_is_called_directly_never_frozen():
     values = []
 

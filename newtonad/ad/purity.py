@@ -12,19 +12,28 @@ function is impure: the tracer refuses it (:class:`~newtonad.ad.tracer_errors.Im
 and the entry points call it directly instead.
 
 A generator created inside the function with a fixed seed draws the same numbers every
-call: that function is pure and is traced. (Another thread drawing from the global
-generators during the trace is taken for a draw of the function: the safe side.)
+call: that function is pure and is traced. Another thread may draw from the global
+generators while the function is traced (Dask's workers do): when other threads run,
+a move of a global generator is checked by tracing once more
+(:func:`shared_draw_retried`), and only a function that moves it again is refused.
 """
 
 from __future__ import annotations
 
 import contextlib
 import random
-from typing import Any, Iterator
+import threading
+from typing import Any, Callable, Iterator, TypeVar
 
 import numpy as np
 
-__all__ = ["DrawWatch", "watching_draws"]
+__all__ = ["DrawWatch", "watching_draws", "SharedGeneratorMoved", "shared_draw_retried",
+           "moved_by_another_thread_maybe"]
+
+#: the generators every thread shares, named as :meth:`DrawWatch.drew` names them
+GLOBAL_SOURCES = ("np.random.*", "random.*")
+
+_T = TypeVar("_T")
 
 
 def _state(rng: Any) -> Any:
@@ -45,6 +54,31 @@ def _frozen(state: Any) -> Any:
     if isinstance(state, np.ndarray):
         return (state.dtype.str, state.tobytes())
     return state
+
+
+class SharedGeneratorMoved(Exception):
+    """A global generator moved during a trace while other threads ran: the function or
+    another thread drew from it."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__(source)
+        self.source = source
+
+
+def moved_by_another_thread_maybe(source: str) -> bool:
+    """Whether a draw from ``source`` may have been another thread's."""
+    return source in GLOBAL_SOURCES and threading.active_count() > 1
+
+
+def shared_draw_retried(trace: Callable[[bool], _T]) -> _T:
+    """``trace(may_retry=True)``, and once more with ``may_retry=False`` when it raised
+    :class:`SharedGeneratorMoved`: a function that draws moves the generator on every
+    trace, while another thread's draw seldom falls within two traces of a few
+    milliseconds."""
+    try:
+        return trace(True)
+    except SharedGeneratorMoved:
+        return trace(False)
 
 
 class DrawWatch:

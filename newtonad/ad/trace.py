@@ -28,7 +28,12 @@ from .gc_pause import gc_paused
 from .math_routing import math_routed
 from .primitives.core import Primitive, const_p
 from .program import ArrayConst, Program, Slot, Step, dtype_name
-from .purity import watching_draws
+from .purity import (
+    SharedGeneratorMoved,
+    moved_by_another_thread_maybe,
+    shared_draw_retried,
+    watching_draws,
+)
 from .tracer_errors import BranchOnTracer, ImpureFunctionError, impure_message
 from .var import (
     Op,
@@ -211,15 +216,16 @@ def trace_function(fun, avals: Sequence[Slot], *, wrap=None,
     """
     scipy_dispatch.install_pending()  # functions SciPy modules imported since the last trace
     try:
-        return _trace(fun, avals, wrap, None)
+        return shared_draw_retried(lambda retry: _trace(fun, avals, wrap, None, retry))
     except BranchOnTracer:
         if point is None:
             raise
-    return _trace(fun, avals, wrap, point)
+    return shared_draw_retried(lambda retry: _trace(fun, avals, wrap, point, retry))
 
 
 @gc_paused
-def _trace(fun, avals: Sequence[Slot], wrap, point: Sequence[Any] | None) -> TraceResult:
+def _trace(fun, avals: Sequence[Slot], wrap, point: Sequence[Any] | None,
+           may_retry: bool = False) -> TraceResult:
     guard, generators = walk_captures(fun)
     start = next_id()
     if point is None:
@@ -242,7 +248,10 @@ def _trace(fun, avals: Sequence[Slot], wrap, point: Sequence[Any] | None) -> Tra
             out = wrap(out)
         drew = draws.drew()
     if drew is not None:
-        raise ImpureFunctionError(impure_message(drew))
+        shared = moved_by_another_thread_maybe(drew)
+        if may_retry and shared:
+            raise SharedGeneratorMoved(drew)
+        raise ImpureFunctionError(impure_message(drew, threads=shared))
     if guard is not None:
         guard.settle()
     outs = [o if isinstance(o, Var) else const_var(o)

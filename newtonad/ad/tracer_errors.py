@@ -165,15 +165,19 @@ def user_frame() -> str:
     return ""
 
 
-def impure_message(source: str) -> str:
-    """The function drew random numbers from ``source`` while it was traced."""
+def impure_message(source: str, threads: bool = False) -> str:
+    """The function drew random numbers from ``source`` while it was traced (or, with
+    ``threads``, another thread drew from that global generator during two traces)."""
     where = user_frame()
     at = f" (traced from {where})" if where else ""
-    return (f"the function drew random numbers ({source}) while newtonad traced it{at}: a "
-            "trace would freeze those draws into constants, so the function is not traced. "
-            "minimize, least_squares and Objective call it directly instead (with finite "
-            "differences); for exact derivatives draw the numbers outside the function and "
-            "pass them in args.")
+    others = (" (or other threads drew from it during both of two traces: give this "
+              "function its own seeded generator, or keep those threads from the global "
+              "one)") if threads else ""
+    return (f"the function drew random numbers ({source}) while newtonad traced it{at}"
+            f"{others}: a trace would freeze those draws into constants, so the function is "
+            "not traced. minimize, least_squares and Objective call it directly instead "
+            "(with finite differences); for exact derivatives draw the numbers outside the "
+            "function and pass them in args.")
 
 
 def _numbers_asked_message(where: str) -> str:
