@@ -27,6 +27,8 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import numpy as np
 
+from .tracer_errors import ImpureFunctionError, impure_message
+
 __all__ = ["DrawWatch", "watching_draws", "SharedGeneratorMoved", "shared_draw_retried",
            "moved_by_another_thread_maybe"]
 
@@ -70,15 +72,19 @@ def moved_by_another_thread_maybe(source: str) -> bool:
     return source in GLOBAL_SOURCES and threading.active_count() > 1
 
 
-def shared_draw_retried(trace: Callable[[bool], _T]) -> _T:
-    """``trace(may_retry=True)``, and once more with ``may_retry=False`` when it raised
-    :class:`SharedGeneratorMoved`: a function that draws moves the generator on every
-    trace, while another thread's draw seldom falls within two traces of a few
-    milliseconds."""
+def shared_draw_retried(trace: Callable[[], _T]) -> _T:
+    """``trace()``, once more when it raised :class:`SharedGeneratorMoved`, and
+    :class:`~.tracer_errors.ImpureFunctionError` when the second raises it too: a function
+    that draws moves the generator on every trace, while another thread's draw seldom
+    falls within two traces of a few milliseconds."""
     try:
-        return trace(True)
+        return trace()
     except SharedGeneratorMoved:
-        return trace(False)
+        pass
+    try:
+        return trace()
+    except SharedGeneratorMoved as moved:
+        raise ImpureFunctionError(impure_message(moved.source, threads=True)) from None
 
 
 class DrawWatch:

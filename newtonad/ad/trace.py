@@ -216,16 +216,15 @@ def trace_function(fun, avals: Sequence[Slot], *, wrap=None,
     """
     scipy_dispatch.install_pending()  # functions SciPy modules imported since the last trace
     try:
-        return shared_draw_retried(lambda retry: _trace(fun, avals, wrap, None, retry))
+        return shared_draw_retried(lambda: _trace(fun, avals, wrap, None))
     except BranchOnTracer:
         if point is None:
             raise
-    return shared_draw_retried(lambda retry: _trace(fun, avals, wrap, point, retry))
+    return shared_draw_retried(lambda: _trace(fun, avals, wrap, point))
 
 
 @gc_paused
-def _trace(fun, avals: Sequence[Slot], wrap, point: Sequence[Any] | None,
-           may_retry: bool = False) -> TraceResult:
+def _trace(fun, avals: Sequence[Slot], wrap, point: Sequence[Any] | None) -> TraceResult:
     guard, generators = walk_captures(fun)
     start = next_id()
     if point is None:
@@ -248,10 +247,9 @@ def _trace(fun, avals: Sequence[Slot], wrap, point: Sequence[Any] | None,
             out = wrap(out)
         drew = draws.drew()
     if drew is not None:
-        shared = moved_by_another_thread_maybe(drew)
-        if may_retry and shared:
-            raise SharedGeneratorMoved(drew)
-        raise ImpureFunctionError(impure_message(drew, threads=shared))
+        if moved_by_another_thread_maybe(drew):
+            raise SharedGeneratorMoved(drew)  # checked by a second trace
+        raise ImpureFunctionError(impure_message(drew))
     if guard is not None:
         guard.settle()
     outs = [o if isinstance(o, Var) else const_var(o)
