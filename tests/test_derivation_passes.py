@@ -2,11 +2,16 @@
 
 * the pullback of the unknown half of partial evaluation, made in one pass, is the
   transpose of the recorded unknown half;
-* ``fold_scalings`` of a program it would record unchanged returns it without the pass;
+* ``fold_scalings`` writes only the steps it folds, and gives what recording every step
+  again gives; a program it would record unchanged it returns as it is;
+* the pullback made on live values, simplified as it is made, is the recorded pullback
+  simplified;
 * a second trace of the same code re-rolls nothing (the re-rolled program is kept).
 """
 
 from __future__ import annotations
+
+import collections
 
 import numpy as np
 import pytest
@@ -14,10 +19,13 @@ import pytest
 import newtonad as nad
 import newtonad._programs as programs
 from benchmarks.pipeline_report import make_burgers, make_recurrence, make_rk4_fit
-from newtonad.ad import reroll
+from newtonad.ad import remat, reroll
 from newtonad.ad import transforms as tf
+from newtonad.ad.engine import numpy_eval
 from newtonad.ad.program import Slot
+from newtonad.ad.rebuild import build
 from newtonad.ad.trace import trace_function
+from newtonad.ad.var import Var
 
 FUNCTIONS = {
     "rk4": lambda: make_rk4_fit(8),
@@ -59,13 +67,51 @@ def test_pullback_in_one_pass_is_the_transposed_unknown_half(name):
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
-def test_fold_scalings_without_its_pass_records_what_the_pass_records(name, monkeypatch):
+def test_fold_scalings_without_its_pass_records_what_the_pass_records(name):
     for base, known, jp in _jvps(name):
+        kind = remat.slot_kinds(jp, known)
+        readers = collections.Counter(i for s in jp.steps for i in s.inputs)
+        readers.update(jp.outputs)
         for keep in (None, [0, len(base.outputs)]):
             fast = tf.fold_scalings(jp, known, keep)
-            with monkeypatch.context() as m:
-                m.setattr(tf, "_folds_nothing", lambda *a: False)
-                assert _same(fast, tf.fold_scalings(jp, known, keep))
+            outputs = jp.outputs if keep is None else [jp.outputs[j] for j in keep]
+            assert _same(fast, tf._fold_scalings_recorded(jp, kind, readers, outputs))
+
+
+def test_fold_scalings_finds_the_chains_it_folds():
+    # -(x' * 3 / 2) is one scaling of x' by -1.5 once folded: one multiplication by a
+    # known factor instead of three steps
+    p = trace_function(lambda x: np.sum(-(x * 3.0) / 2.0 * x), [Slot((4,))]).program
+    known = [True, False]
+    jp = tf.jvp_program(p, None)
+    folded = tf.fold_scalings(jp, known)
+    assert len(folded.steps) < len(jp.steps)
+    x, v = np.linspace(0.5, 1.5, 4), np.cos(np.arange(4.0))
+    run = lambda q: numpy_eval.compile_program(q)(x, v)  # noqa: E731
+    for a, b in zip(run(folded), run(jp)):
+        np.testing.assert_allclose(a, b, rtol=1e-15)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_live_pullback_is_the_recorded_pullback_simplified(name):
+    f, x = FUNCTIONS[name]()
+    program = trace_function(f, [Slot(x.shape)]).program
+    for k in (None, 3):
+        known = [True] * len(program.inputs) + [False]
+        jp = tf.fold_scalings(tf.jvp_program(program, k), known)
+        split = tf._split(jp, known, 1, remat=False)
+        pullback = tf._transposed_unknown_half(jp, split, 1)
+        for given in ("tracer", "one"):
+            xs = tf._tracers(program.in_slots)
+            if given == "one" and k is None:
+                ws = [Var(np.ones(()), const=True)]
+            else:
+                ws = tf._tracers([tf.frame_slot(program.out_slots[0], k)])
+            outs = tf._known_half(jp, split, xs, 1, tf._simplified_step)
+            recorded = outs[:1] + tf._simplified(pullback, [*xs, *outs[1:], *ws])
+            live = tf._pulled(program, k, (0,), xs, ws)
+            roots = xs if given == "one" and k is None else [*xs, *ws]
+            assert _same(build(roots, live), build(roots, recorded))
 
 
 def test_a_program_without_scaling_chains_is_not_folded_again():

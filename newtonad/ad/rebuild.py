@@ -149,4 +149,111 @@ def build(inputs: Sequence[Var], outputs: Sequence[Var]) -> Program:
                                            tuple(slot_of[v.id] for v in outputs))
 
 
-__all__ = ["build", "rebind"]
+def renumbered(slots: Sequence[Slot], producer: dict[int, Step], n_inputs: int,
+               outputs: Sequence[int]) -> Program:
+    """The program :func:`build` records from a graph given by slot numbers.
+
+    ``build`` walks Vars; this walks slots, through ``producer`` (each slot's step), in the
+    same depth-first order (arguments first, in order), sharing identical steps and
+    dropping the ones no output needs. A pass that changes a few steps of a recorded
+    program gives them here instead of recording every step again.
+
+    Parameters
+    ----------
+    slots : sequence of Slot
+        The abstract value of every slot number ``producer`` uses.
+    producer : dict
+        Slot number -> the step writing it (its ``output`` is not read: the key is).
+    n_inputs : int
+        Slots ``0 .. n_inputs - 1`` are the inputs, in call order.
+    outputs : sequence of int
+        The target slots, in return order.
+
+    Returns
+    -------
+    Program
+        Numbered as ``build`` numbers the same graph.
+    """
+    number: dict[int, int] = {i: i for i in range(n_inputs)}
+    new_slots = list(slots[:n_inputs])
+    steps: list[Step] = []
+    memo: dict[tuple, int] = {}
+    pending: set[int] = set()
+    new_step = tuple.__new__
+    for root in outputs:
+        if root in number:
+            continue
+        stack: list[tuple[int, bool]] = [(root, False)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            slot, expanded = pop()
+            if not expanded:
+                if slot in number or slot in pending:
+                    continue
+                pending.add(slot)
+                push((slot, True))
+                for i in reversed(producer[slot].inputs):
+                    if i not in number and i not in pending:
+                        push((i, False))
+                continue
+            step = producer[slot]
+            key = (step.primitive, tuple([number[i] for i in step.inputs]), step.params)
+            out = memo.get(key)
+            if out is None:
+                out = memo[key] = len(new_slots)
+                new_slots.append(slots[slot])
+                steps.append(new_step(Step, (*key, out)))
+            number[slot] = out
+    return Program.checked_by_construction(tuple(new_slots), tuple(steps),
+                                           tuple(range(n_inputs)),
+                                           tuple(number[i] for i in outputs))
+
+
+def graft(roots: dict[int, Var], slot_of: dict[int, int], slots: list[Slot],
+          producer: dict[int, Step]) -> None:
+    """Write the steps of new Vars into a graph of slot numbers (see :func:`renumbered`).
+
+    Parameters
+    ----------
+    roots : dict
+        Slot number -> the Var that now computes it: its step replaces the slot's.
+    slot_of : dict
+        Var id -> slot number, for the Vars that stand for existing slots (and for
+        ``roots``, added here); the walk stops at them.
+    slots, producer : list, dict
+        The graph, extended in place: Vars the roots read that stand for no slot get new
+        slot numbers at the end of ``slots`` (constants become ``const`` steps).
+    """
+    for slot, var in roots.items():
+        slot_of[var.id] = slot
+    for slot, root in roots.items():
+        seen: set[int] = set()
+        stack: list[tuple[Var, bool]] = [(root, False)]
+        while stack:
+            var, expanded = stack.pop()
+            if not expanded:
+                if var.id in seen or (var is not root and var.id in slot_of):
+                    continue
+                seen.add(var.id)
+                stack.append((var, True))
+                if not var.const:
+                    for arg in reversed(var.creator.args):
+                        if arg.id not in slot_of and arg.id not in seen:
+                            stack.append((arg, False))
+                continue
+            if var is root:
+                out = slot
+            else:
+                out = slot_of[var.id] = len(slots)
+                slots.append(var.aval)
+            if var.const:
+                params = const_params(var.value)
+                producer[out] = Step(const_p, (), tuple(sorted(params.items())), out)
+            else:
+                op = var.creator
+                key_params = tuple(sorted(op.params.items())) if op.params else ()
+                producer[out] = Step(op.primitive, tuple([slot_of[a.id] for a in op.args]),
+                                     key_params, out)
+
+
+__all__ = ["build", "graft", "rebind", "renumbered"]

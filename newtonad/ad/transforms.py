@@ -19,9 +19,10 @@ into an enclosing trace, and differentiated again.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import math
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -30,10 +31,10 @@ from .primitives.core import Frame, UndefPrimal, const_p
 from .primitives.elementwise import add_any, convert, mul, mul_p
 from .primitives.structural import broadcast_to, zeros
 from .program import SHAPE_MEMO, ArrayConst, Program, Slot, Step, output_slot
-from .rebuild import build, rebind
+from .rebuild import build, graft, rebind, renumbered
 from .remat import choose as choose_residuals
 from .remat import slot_kinds
-from .var import Var, bind, new_tracer
+from .var import REWRITING, Var, bind, new_tracer
 
 #: Derivations made, by kind (``value_and_grad``, ``hvp``, ...): tests and benchmarks count
 #: them to see that a cache served a request instead.
@@ -162,10 +163,83 @@ def fold_scalings(program: Program, known: Sequence[bool],
             readers[i] = readers.get(i, 0) + 1
     for i in program.outputs:
         readers[i] = readers.get(i, 0) + 1
-    if _folds_nothing(program, kind, readers):
-        # recording it again would give it back step for step (a pass over every step)
+    outputs = program.outputs if keep is None else [program.outputs[j] for j in keep]
+    folds = _scaling_folds(program, kind, readers)
+    if folds is None:  # re-binding would change more than the scalings: record it again
+        return _fold_scalings_recorded(program, kind, readers, outputs)
+    changed, slot_of = folds
+    if not changed:
         return program if keep is None else _selected(program, keep)
+    # Only the folded steps are new: write them into the program's graph of slots and
+    # number it as recording the whole program again would (``build``'s walk).
+    slots = list(program.slots)
+    producer = {step.output: step for step in program.steps}
+    graft(changed, slot_of, slots, producer)
+    return renumbered(slots, producer, len(program.inputs), outputs)
 
+
+def _scaling_folds(program: Program, kind: dict[int, str], readers: dict[int, int]
+                   ) -> tuple[dict[int, Var], dict[int, int]] | None:
+    """The steps :func:`fold_scalings` rewrites, as Vars over Vars standing for slots.
+
+    Returns ``(changed, slot_of)``: slot -> the Var now computing it, and Var id -> slot
+    for the Vars standing for the program's slots (the ones the new Vars read). ``None``
+    when recording the program again would also fold a step of constant operands (a
+    program ``build`` did not record).
+    """
+    slots = program.slots
+    stand_in: dict[int, Any] = {}
+    slot_of: dict[int, int] = {}
+    const_step: dict[int, Step] = {}
+
+    def var(i: int) -> Any:
+        v = stand_in.get(i)
+        if v is None:
+            step = const_step.get(i)
+            v = stand_in[i] = new_tracer(slots[i]) if step is None else \
+                Var(const_p.impl(**step.kwargs), const=True)
+            slot_of[v.id] = i
+        return v
+
+    scaled: dict[int, tuple[Any, Any]] = {}  # slot -> (unknown base, known factor)
+    changed: dict[int, Var] = {}
+    for step in program.steps:
+        primitive, ins, out = step.primitive, step.inputs, step.output
+        if primitive is const_p:
+            const_step[out] = step
+            continue
+        if ins and all([i in const_step for i in ins]) and \
+                slots[out].size <= max([1] + [slots[i].size for i in ins]):
+            return None
+        scaling = primitive.algebra.scaling
+        if scaling is None or kind[out] != "unknown":
+            continue
+        args = [var(i) for i in ins]
+        split = scaling([kind[i] == "unknown" for i in ins], args)
+        if split is None:
+            continue
+        u, factor = ins[split[0]], split[1]
+        if u in scaled and readers[u] == 1:
+            base, inner = scaled[u]
+            factor = mul(inner, factor)
+        elif isinstance(factor, float) or (primitive is mul_p and split[0] == 0):
+            scaled[out] = (var(u), factor)  # already as it would be written: kept
+            continue
+        else:
+            base = var(u)
+        scaled[out] = (base, factor)
+        new = mul(base, factor)
+        if new.shape != slots[out].shape:
+            new = _fit(new, slots[out].shape)
+        if new.aval != slots[out]:
+            return None
+        changed[out] = stand_in[out] = new
+    return changed, slot_of
+
+
+def _fold_scalings_recorded(program: Program, kind: dict[int, str], readers: dict[int, int],
+                            outputs: Sequence[int]) -> Program:
+    """:func:`fold_scalings` by recording every step of ``program`` again."""
     roots = _tracers(program.in_slots)
     env: dict[int, Any] = dict(zip(program.inputs, roots))
     scaled: dict[int, tuple[Any, Any]] = {}  # slot -> (unknown base, known factor)
@@ -192,51 +266,7 @@ def fold_scalings(program: Program, known: Sequence[bool],
         out = mul(base, factor)
         env[step.output] = _fit(out, program.slots[step.output].shape) if \
             out.shape != program.slots[step.output].shape else out
-    outputs = program.outputs if keep is None else [program.outputs[j] for j in keep]
     return _build(roots, [env[i] for i in outputs])
-
-
-def _folds_nothing(program: Program, kind: dict[int, str], readers: dict[int, int]) -> bool:
-    """Whether :func:`fold_scalings` would record ``program`` (one :func:`build` recorded)
-    as it is: no chain to merge, and every scaling it would rewrite as ``mul(u, k)``
-    already one.
-
-    Read from the slots, as :func:`_rewrites_nothing` reads them: each scaling rule is
-    asked about tracers of the step's input slots (what it returns depends only on which
-    inputs are unknown and on their abstract values). A step of constant operands that
-    re-binding would fold counts as a change.
-    """
-    slots = program.slots
-    probes: dict[Slot, Var] = {}
-    const_slot: set[int] = set()
-    scaled: set[int] = set()  # the slots fold_scalings records as scalings
-    for step in program.steps:
-        primitive, ins, out = step.primitive, step.inputs, step.output
-        if primitive is const_p:
-            const_slot.add(out)
-            continue
-        if ins and const_slot.issuperset(ins) and \
-                slots[out].size <= max([1] + [slots[i].size for i in ins]):
-            return False
-        scaling = primitive.algebra.scaling
-        if scaling is None or kind[out] != "unknown":
-            continue
-        args = []
-        for i in ins:
-            probe = probes.get(slots[i])
-            if probe is None:
-                probe = probes[slots[i]] = new_tracer(slots[i])
-            args.append(probe)
-        split = scaling([kind[i] == "unknown" for i in ins], args)
-        if split is None:
-            continue
-        u = ins[split[0]]
-        if u in scaled and readers[u] == 1:
-            return False  # a chain to merge
-        scaled.add(out)
-        if not isinstance(split[1], float) and (primitive is not mul_p or split[0] != 0):
-            return False  # recorded as mul(u, k): not this step
-    return True
 
 
 class _Split(NamedTuple):
@@ -278,12 +308,20 @@ def _known_half(program: Program, split: _Split, roots: Sequence[Any], n_known_o
                 apply: Callable = rebind) -> list[Any]:
     """The first ``n_known_outputs`` outputs and the residuals of ``program`` from the
     known inputs ``roots``, each known step re-applied by ``apply``."""
+    env = _known_env(program, split, roots, apply)
+    return [env[i] for i in program.outputs[:n_known_outputs]] + [env[i] for i in split.residuals]
+
+
+def _known_env(program: Program, split: _Split, roots: Sequence[Any],
+               apply: Callable = rebind) -> dict[int, Any]:
+    """Every known (and constant) slot of ``program`` from the known inputs ``roots``,
+    each step re-applied by ``apply``."""
     kind, slots = split.kind, program.slots
     env = dict(zip(split.known_in, roots))
     for step in program.steps:
         if kind[step.output] != "unknown":
             env[step.output] = apply(step, [*map(env.__getitem__, step.inputs)], slots)
-    return [env[i] for i in program.outputs[:n_known_outputs]] + [env[i] for i in split.residuals]
+    return env
 
 
 def _unknown_half(program: Program, split: _Split, n_known_outputs: int,
@@ -434,18 +472,54 @@ def _pulled(program: Program, k: int | None, wrt: Sequence[int], xs: Sequence[Va
     """The outputs of ``program`` at ``xs`` followed by the cotangents pulled back from
     ``ws`` to the ``wrt`` inputs, simplified.
 
-    ``transpose ∘ linearize``, run where it is used: the linear program is made and
-    transposed; the primal half of partial evaluation and the pullback run on ``xs`` and
-    ``ws`` inside the caller's pass, simplified as they run (see :func:`simplify`), so
-    neither the primal program nor the assembled one is recorded and simplified apart.
+    ``transpose ∘ linearize``, run where it is used: the jvp program is split by partial
+    evaluation; its known half runs on ``xs`` and its unknown (linear) half is transposed
+    on those live values, every step simplified as it is made (see :func:`simplify`), so
+    neither half is recorded as a program of its own. What this records is what
+    recording the linear program, transposing it and simplifying the assembled program
+    would record, step for step.
     """
     known = [True] * len(program.inputs) + [False] * len(wrt)
     jp = fold_scalings(jvp_program(program, k, wrt), known)
     n_out = len(program.outputs)
     split = _split(jp, known, n_out, remat=False)
-    pullback = _transposed_unknown_half(jp, split, n_out)
-    outs = _known_half(jp, split, xs, n_out, _simplified_step)
-    return outs[:n_out] + _simplified(pullback, [*xs, *outs[n_out:], *ws])
+    env = _known_env(jp, split, xs, _simplified_step)
+    lin_slots = set(split.unknown_in)
+    linear_steps = []
+    for step in jp.steps:
+        if split.kind[step.output] == "unknown":
+            lin_slots.add(step.output)
+            linear_steps.append(step)
+    with _simplifying():
+        cts = _pull_back(jp.slots, linear_steps, lin_slots, env, jp.outputs[n_out:], ws,
+                         split.unknown_in)
+    return [env[i] for i in jp.outputs[:n_out]] + cts
+
+
+def _rewritten_bind(primitive: Any, args: Sequence[Var], aval: Slot, params: dict[str, Any],
+                    all_const: bool) -> Any:
+    """:func:`bind`'s hook while a pullback is made on live values: the step rewritten
+    as :func:`_simplified_step` rewrites the step a recorded pullback holds (``None``:
+    bound as it is). A step of constants folds (rewriting it first would give the same
+    value); the binds a rewrite makes are plain ones."""
+    if all_const or not _has_identities(primitive):
+        return None
+    REWRITING.hook = None
+    try:
+        return _rewrite(primitive, list(args), aval, params)
+    finally:
+        REWRITING.hook = _rewritten_bind
+
+
+@contextlib.contextmanager
+def _simplifying() -> Iterator[None]:
+    """Every :func:`bind` in this thread rewritten by :func:`_rewritten_bind`."""
+    previous = REWRITING.hook
+    REWRITING.hook = _rewritten_bind
+    try:
+        yield
+    finally:
+        REWRITING.hook = previous
 
 
 @gc_paused

@@ -28,6 +28,7 @@ program, registered there by :mod:`.eager`.
 from __future__ import annotations
 
 import itertools
+import threading
 from typing import Any, Callable, Iterable, Protocol
 
 import numpy as np
@@ -445,6 +446,16 @@ def _input_var(value: Any, like: Var) -> Var:
     return const_var(value, like) if lifted is None else lifted
 
 
+class _Rewriting(threading.local):
+    #: ``hook(primitive, vargs, aval, params, all_const) -> Var or None``, consulted by
+    #: :func:`bind` before it folds or records a step; per thread, so a transform that
+    #: simplifies as it binds leaves other threads' traces as they are
+    hook: Callable[..., Any] | None = None
+
+
+REWRITING = _Rewriting()
+
+
 def bind(primitive: Primitive, *args: Any, **params: Any) -> Any:
     """Apply ``primitive`` to ``args``; record an Op when any argument is a Var.
 
@@ -475,6 +486,11 @@ def bind(primitive: Primitive, *args: Any, **params: Any) -> Any:
         all_const = all(a.const for a in vargs)
         all_valued = all(a.value is not None for a in vargs)
     aval = output_slot(primitive, tuple(a.aval for a in vargs), params)
+    hook = REWRITING.hook
+    if hook is not None:
+        rewritten = hook(primitive, vargs, aval, params, all_const)
+        if rewritten is not None:
+            return rewritten
     if all_const and aval.size <= max([1] + [a.size for a in vargs]):
         # Constant folding; expansions (broadcasts of a scalar zero, say) stay steps so
         # that large constant arrays are never baked into programs.
@@ -518,5 +534,5 @@ def toposort(outputs: Iterable[Var], stop: int = -1) -> list[Var]:
     return order
 
 
-__all__ = ["Op", "TracerBoolError", "Var", "bind", "const_var", "is_float", "lifted_var",
-           "lifting", "new_tracer", "next_id", "toposort"]
+__all__ = ["Op", "REWRITING", "TracerBoolError", "Var", "bind", "const_var", "is_float",
+           "lifted_var", "lifting", "new_tracer", "next_id", "toposort"]
