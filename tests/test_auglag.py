@@ -181,6 +181,44 @@ def test_method_table_lists_auglag_as_a_method_of_constraints_and_bounds():
     assert any(row["method"] == "auglag" for row in method_rows())
 
 
+def test_a_dense_row_is_preconditioned_as_a_low_rank_term_with_fewer_products():
+    from newtonad.solvers.auglag import _as_rows, _Split, dense_rows
+
+    p = constrained.get("loaded-surface-volume", 400)
+    split = _Split([_as_rows(c, p.x0) for c in p.constraints])
+    assert dense_rows(split, p.x0).tolist() == [0]  # the volume row
+    banded = constrained.get("cubic-control", 400)
+    assert dense_rows(_Split([_as_rows(c, banded.x0) for c in banded.constraints]),
+                      banded.x0).size == 0
+    low_rank = minimize_auglag(p.fun, p.x0, constraints=p.constraints)
+    plain = minimize_auglag(p.fun, p.x0, constraints=p.constraints,
+                            inner_options={"preconditioner": None})
+    for res in (low_rank, plain):
+        assert res.success, res.message
+        assert_allclose(res.x, p.xstar, atol=1e-5)
+    assert low_rank.nhev < plain.nhev / 2, (low_rank.nhev, plain.nhev)
+
+
+def test_nonlinear_dense_rows_as_a_low_rank_term_give_the_unpreconditioned_answer():
+    # a chain under a linear load inside a ball, its mean fixed: two dense traced rows, an
+    # inequality with curvature (2 mu I) and an equality; convex, so one minimiser
+    n = 120
+    load = np.cos(np.arange(n))
+
+    def fun(z):
+        return 0.5 * np.sum((z[1:] - z[:-1]) ** 2) + load @ z
+
+    constraints = [NonlinearConstraint(lambda z: np.stack([np.sum(z ** 2)]), -np.inf, 1.0),
+                   {"type": "eq", "fun": lambda z: np.stack([np.mean(z) - 0.01])}]
+    low_rank = minimize_auglag(fun, np.zeros(n), constraints=constraints)
+    plain = minimize_auglag(fun, np.zeros(n), constraints=constraints,
+                            inner_options={"preconditioner": None})
+    assert low_rank.success and plain.success, (low_rank.message, plain.message)
+    assert_allclose(low_rank.x, plain.x, atol=1e-6)
+    assert float(np.sum(low_rank.x ** 2)) == pytest.approx(1.0, abs=1e-8)  # the ball is active
+    assert low_rank.nhev < plain.nhev, (low_rank.nhev, plain.nhev)
+
+
 def test_default_preconditioner_is_ichol_for_banded_rows_and_none_for_a_dense_row():
     from newtonad.solvers.auglag import _as_rows, _Split, default_preconditioner
 

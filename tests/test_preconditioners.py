@@ -12,6 +12,8 @@ from newtonad.solvers import minimize
 from newtonad.solvers.ichol import fill_reducing_order, incomplete_cholesky
 from newtonad.solvers.preconditioners import (
     DiagonalPreconditioner,
+    LowRankUpdate,
+    SparsePlusLowRank,
     make_preconditioner,
     precondition_products,
     restrict,
@@ -257,3 +259,55 @@ def test_dense_hessians_are_refused():
     with pytest.raises(ValueError, match="too dense"):
         nad.minimize(nad.Objective(f, engine="numpy"), np.ones(1100), method="newton-cg",
                      options={"preconditioner": "diagonal"})
+
+
+def test_low_rank_update_of_an_exact_factor_is_the_exact_inverse_of_s_plus_u_ut():
+    n, rng = 25, np.random.default_rng(3)
+    s = _random_spd(n)
+    u = rng.standard_normal((n, 3)) * [1.0, 30.0, 1e3]  # a large penalty's column too
+    exact = incomplete_cholesky(s, fill=n)  # no entry dropped: C C^T = S
+    pre = LowRankUpdate(exact, u)
+    h = s.toarray() + u @ u.T
+    r = rng.standard_normal(n)
+    z = pre.solve(r)
+    assert np.linalg.norm(h @ z - r) <= 1e-10 * np.linalg.norm(r) * np.linalg.cond(h) ** 0.5
+    # C^-1 H C^-T = I: the factor's two halves belong to M = S + U U^T
+    m_inv, c_inv, c_inv_t = _dense_m(pre, n)
+    assert_allclose(c_inv_t, c_inv.T, atol=1e-12)
+    assert_allclose(c_inv @ h @ c_inv_t, np.eye(n), atol=1e-9)
+    # and for an inexact base M0, M = M0 + U U^T exactly (a dot-product check)
+    diagonal = DiagonalPreconditioner(s.diagonal())
+    m0_plus = np.diag(s.diagonal()) + u @ u.T
+    z = LowRankUpdate(diagonal, u).solve(r)
+    assert float(r @ z) == pytest.approx(float(r @ np.linalg.solve(m0_plus, r)), rel=1e-10)
+
+
+def test_sparse_plus_low_rank_preconditions_the_free_rows():
+    n, rng = 20, np.random.default_rng(4)
+    s, u = _random_spd(n), rng.standard_normal((n, 2))
+    kind = SparsePlusLowRank(lambda x: (s, u), "diagonal")
+    h = kind.sparse_hessian(n, np.zeros(n))
+    free = np.flatnonzero(rng.random(n) < 0.6)
+    pre = make_preconditioner(kind, h, None, subset=free)
+    m = np.diag(s.diagonal()[free]) + u[free] @ u[free].T
+    r = rng.standard_normal(free.size)
+    assert_allclose(pre.solve(r), np.linalg.solve(m, r), rtol=1e-10)
+    with pytest.raises(ValueError, match="last sparse_hessian"):
+        make_preconditioner(kind, s.copy())
+
+
+def test_a_dense_hessian_as_sparse_plus_low_rank_takes_one_newton_step():
+    # H = 2 I + 2 1 1^T: refused as a sparse Hessian (test_dense_hessians_are_refused),
+    # exact as S + U U^T, so preconditioned CG needs one product per Newton step
+    n = 1100
+
+    def f(x):
+        return np.sum(x) ** 2 + np.sum(x ** 2) - np.sum(x * np.arange(n) / n)
+
+    parts = (lambda x: (sparse.diags_array(np.full(n, 2.0)).tocsr(),
+                        np.full((n, 1), np.sqrt(2.0))))
+    res = nad.minimize(nad.Objective(f, engine="numpy"), np.ones(n), method="newton-cg",
+                       options={"preconditioner": SparsePlusLowRank(parts, "diagonal"),
+                                "gtol": 1e-9})
+    assert res.success, res.message
+    assert res.nit == 1 and res.nhev <= 2

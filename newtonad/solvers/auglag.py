@@ -44,6 +44,14 @@ penalty as data arguments, so newtonad derives its gradient and Hessian-vector p
 once and every subproblem reuses the compiled kernels. At the solution,
 :math:`\\nabla_x L_{\\rho_k}(x_k) = \\nabla f(x_k) + J_h^T \\lambda_{k+1} + J_g^T \\mu_{k+1}`:
 the subproblem's projected gradient is the KKT residual.
+
+The subproblem's Hessian is :math:`\\nabla^2 f + \\rho J^T J + \\sum_i (\\rho c_i +
+\\lambda_i) \\nabla^2 c_i` (over the equalities and the active inequalities), so a
+constraint row with ``k`` non-zeros adds a dense ``k x k`` block. tron's incomplete
+Cholesky preconditioner is kept when the rows add few entries; otherwise the few densest
+rows (a volume, a budget) are kept out of the sparse Hessian: their
+:math:`\\rho\\, \\nabla c_i \\nabla c_i^T` is a low-rank term ``U U^T`` added to the
+factor of the rest exactly (:class:`.preconditioners.SparsePlusLowRank`).
 """
 
 from __future__ import annotations
@@ -58,7 +66,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, NonlinearConstraint, OptimizeResult
 from scipy.sparse import identity, issparse
 
-__all__ = ["minimize_auglag", "AUGLAG_OPTIONS", "default_preconditioner"]
+__all__ = ["minimize_auglag", "AUGLAG_OPTIONS", "default_preconditioner", "dense_rows"]
 
 #: options of ``method="auglag"`` and their defaults
 AUGLAG_OPTIONS: dict[str, Any] = {
@@ -77,6 +85,10 @@ AUGLAG_OPTIONS: dict[str, Any] = {
 _TAU, _GAMMA = 0.5, 10.0               # Andreani et al. (2007), step 3
 _LAMBDA_MAX = _MU_MAX = 1e20           # safeguards of step 2
 _FIRST_INNER_GTOL = 1e-2               # epsilon_1; each outer iteration divides it by 10
+#: the constraints may add this many entries per variable to the sparse Hessian
+_ENTRIES_PER_VARIABLE = 50
+#: at most this many dense rows are taken out of it as a low-rank term
+_MAX_LOW_RANK = 20
 
 
 @dataclass
@@ -210,15 +222,51 @@ def _augmented_lagrangian(fun: Callable, args: tuple, split: _Split) -> Callable
     return lagrangian
 
 
+def dense_rows(split: _Split, x: np.ndarray) -> Optional[np.ndarray]:
+    """The constraint rows to keep out of the sparse Hessian, as indices of the stacked
+    constraint values: none when the rows add at most ``50 n`` entries to it, else the
+    fewest densest rows that bring the rest within that; None when more than
+    :data:`_MAX_LOW_RANK` would be needed, or a constraint cannot be traced.
+
+    The penalty adds ``rho J^T J`` to the Hessian, so a row with ``k`` non-zeros adds up
+    to ``k^2`` entries, and as many colours to the frame that recovers the sparse
+    Hessian. Below ``50 n`` entries from the constraints the incomplete Cholesky factor
+    cut the products of every scalable problem of ``newtonad.problems.constrained`` by 10x
+    or more (``benchmarks/constrained_report.py``).
+
+    Parameters
+    ----------
+    split : _Split
+        The constraint rows.
+    x : ndarray
+        A point (the patterns do not depend on it).
+
+    Returns
+    -------
+    ndarray of int or None
+    """
+    try:
+        counts = np.concatenate([r.row_counts(x) for r in split.rows]).astype(np.int64) \
+            if split.rows else np.zeros(0, np.int64)
+    except Exception:  # an untraceable constraint: the fallback has no sparse Hessian
+        return None
+    entries = counts ** 2
+    budget = _ENTRIES_PER_VARIABLE * x.size
+    densest = np.argsort(-counts, kind="stable")
+    # left[j]: the entries of the rows after the j densest are taken out
+    left = int(entries.sum()) - np.concatenate([[0], np.cumsum(entries[densest])])
+    taken = int(np.argmax(left <= budget))
+    if taken > _MAX_LOW_RANK:
+        return None
+    return np.sort(densest[:taken])
+
+
 def default_preconditioner(split: _Split, x: np.ndarray) -> Optional[str]:
     """``"ichol"`` when the augmented Lagrangian's Hessian stays sparse, else None.
 
-    The penalty adds ``rho J^T J`` to the Hessian, so a constraint row with ``k``
-    non-zeros adds up to ``k^2`` entries: a dense row (a volume, a budget) makes the
-    Hessian dense, and a sparse Hessian for the preconditioner would cost ``n``
-    products. Below ``50 n`` entries from the constraints the incomplete Cholesky
-    factor cut the products of every scalable problem of ``newtonad.problems.constrained``
-    by 10x or more (``benchmarks/constrained_report.py``).
+    It stays sparse when :func:`dense_rows` takes no row out; a dense row (a volume, a
+    budget) makes the Hessian dense, and a sparse Hessian for the preconditioner would
+    cost ``n`` products (auglag then preconditions with :class:`_LowRankPenalty`).
 
     Parameters
     ----------
@@ -232,11 +280,136 @@ def default_preconditioner(split: _Split, x: np.ndarray) -> Optional[str]:
     str or None
         ``"ichol"`` or None; None too when a constraint cannot be traced.
     """
-    try:
-        entries = sum(int(np.sum(r.row_counts(x).astype(np.int64) ** 2)) for r in split.rows)
-    except Exception:  # an untraceable constraint: the fallback has no sparse Hessian
-        return None
-    return "ichol" if entries <= 50 * x.size else None
+    dense = dense_rows(split, x)
+    return "ichol" if dense is not None and dense.size == 0 else None
+
+
+def _rows_of(fun: Callable, rows: np.ndarray) -> Callable:
+    """``x -> fun(x)[rows]``."""
+    def picked(x):
+        return fun(x)[rows]
+    return picked
+
+
+class _LowRankPenalty:
+    """The subproblem's Hessian as ``S + U U^T`` with the dense rows' penalty in ``U``.
+
+    For a dense equality row ``h_i`` the penalty :math:`\\tfrac{\\rho}{2}(h_i +
+    \\lambda_i/\\rho)^2` has the Hessian :math:`\\rho\\, \\nabla h_i \\nabla h_i^T + (\\rho h_i
+    + \\lambda_i) \\nabla^2 h_i`, and an inequality's :math:`\\tfrac{\\rho}{2} \\max(0, g_j +
+    \\mu_j/\\rho)^2` the same with :math:`\\max(0, \\rho g_j + \\mu_j)` where it is active
+    (zero elsewhere). ``U`` holds the columns :math:`\\sqrt\\rho\\, \\nabla c_i` of the
+    equalities and the active inequalities; ``S`` is the sparse Hessian of the augmented
+    Lagrangian with each dense row's penalty replaced by its weight at ``x`` times the
+    row (:math:`w_i c_i(x)`, the curvature term), from a second traced function.
+
+    Parameters
+    ----------
+    fun : callable
+        The objective on flat ``x``.
+    split : _Split
+        The constraint rows.
+    dense : ndarray of int
+        The dense rows (indices of the stacked constraint values, :func:`dense_rows`).
+    """
+
+    def __init__(self, fun: Callable, split: _Split, dense: np.ndarray) -> None:
+        from newtonad.api import hessian, jacobian
+
+        self.split = split
+        in_rows = np.concatenate([split.up, split.lo])  # the row of each entry of g
+        self.dense_eq = np.flatnonzero(np.isin(split.eq, dense))
+        self.sparse_eq = np.flatnonzero(~np.isin(split.eq, dense))
+        self.dense_in = np.flatnonzero(np.isin(in_rows, dense))
+        self.sparse_in = np.flatnonzero(~np.isin(in_rows, dense))
+        # the gradient of each dense row: a linear constraint's row, else a Jacobian
+        self.rows = np.asarray(dense)
+        self.where = {int(row): k for k, row in enumerate(self.rows)}
+        self.eq_rows = split.eq[self.dense_eq]
+        self.in_rows = in_rows[self.dense_in]
+        self._jacobians: list[tuple[np.ndarray, Any, Any]] = []
+        start = 0
+        for rows in split.rows:
+            local = self.rows[(self.rows >= start) & (self.rows < start + rows.lb.size)]
+            local = local - start
+            if local.size:
+                if rows.matrix is not None:
+                    block = rows.matrix[local]
+                    block = block.toarray() if issparse(block) else np.asarray(block, float)
+                    self._jacobians.append((local + start, block, None))
+                else:
+                    self._jacobians.append((local + start, None,
+                                            jacobian(_rows_of(rows.fun, local))))
+            start += rows.lb.size
+        self.function = self._sparse_part(fun)
+        self.hessian = hessian(self.function, sparse=True)
+
+    def _sparse_part(self, fun: Callable) -> Callable:
+        """``S``'s function: ``L`` with the dense rows' penalty replaced by ``w . c``."""
+        split = self.split
+        sparse_eq, dense_eq = self.sparse_eq, self.dense_eq
+        sparse_in, dense_in = self.sparse_in, self.dense_in
+
+        def sparse_part(x, lam, mu, rho, w_eq, w_in, *fargs):
+            h, g = split.h_and_g(split.values(x))
+            r = rho[0]
+            penalty = 0.0
+            curvature = 0.0
+            if sparse_eq.size:
+                penalty = penalty + np.sum((h[sparse_eq] + lam[sparse_eq] / r) ** 2)
+            if dense_eq.size:
+                curvature = curvature + np.sum(w_eq * h[dense_eq])
+            if sparse_in.size:
+                penalty = penalty + np.sum(
+                    np.maximum(g[sparse_in] + mu[sparse_in] / r, 0.0) ** 2)
+            if dense_in.size:
+                curvature = curvature + np.sum(w_in * g[dense_in])
+            return fun(x, *fargs) + 0.5 * r * penalty + curvature
+        return sparse_part
+
+    def _gradients(self, x: np.ndarray) -> np.ndarray:
+        """The dense rows' gradients at ``x``, one row each, in the order of ``rows``."""
+        out = np.empty((self.rows.size, x.size))
+        for rows, block, jac in self._jacobians:
+            at = [self.where[int(r)] for r in rows]
+            out[at] = block if block is not None else np.asarray(jac(x)).reshape(len(at), -1)
+        return out
+
+    def fits(self, x: np.ndarray, lam: np.ndarray, mu: np.ndarray, args: tuple) -> bool:
+        """Whether ``S`` can be traced and is sparse enough to factorise."""
+        from newtonad.api import hessian_sparsity
+
+        from .preconditioners import MAX_NNZ_PER_ROW
+
+        try:
+            pattern = hessian_sparsity(self.function)(
+                x, lam, mu, np.ones(1), np.ones(self.dense_eq.size),
+                np.ones(self.dense_in.size), *args)
+        except Exception:  # untraceable: the subproblem falls back, without S
+            return False
+        return pattern.nnz <= max(MAX_NNZ_PER_ROW * x.size, 1024)
+
+    def preconditioner(self, lam: np.ndarray, mu: np.ndarray, rho: float,
+                       args: tuple) -> Any:
+        """The subproblem's :class:`.preconditioners.SparsePlusLowRank` at ``(lam, mu, rho)``."""
+        from .preconditioners import SparsePlusLowRank
+
+        split, penalty = self.split, np.array([rho])
+
+        def parts(x: np.ndarray) -> tuple[Any, np.ndarray]:
+            h, g = split.h_and_g(np.asarray(split.values(x), dtype=float))
+            w_eq = rho * h[self.dense_eq] + lam[self.dense_eq] if h is not None \
+                else np.zeros(0)
+            w_in = np.maximum(0.0, rho * g[self.dense_in] + mu[self.dense_in]) \
+                if g is not None else np.zeros(0)
+            s = self.hessian(x, lam, mu, penalty, w_eq, w_in, *args)
+            gradients = self._gradients(x)
+            active = self.in_rows[w_in > 0.0]
+            columns = [gradients[self.where[int(r)]] for r in (*self.eq_rows, *active)]
+            u = math.sqrt(rho) * np.array(columns).T.reshape(x.size, len(columns))
+            return s, u
+
+        return SparsePlusLowRank(parts, "ichol")
 
 
 def _infeasibility(h: np.ndarray, g: np.ndarray, mu: np.ndarray, rho: float) -> float:
@@ -358,8 +531,14 @@ def minimize_auglag(fun: Callable, x0: np.ndarray, args: tuple = (),
     lam = np.zeros(split.m_eq)
     mu = np.zeros(split.m_in)
     chosen: dict[str, Any] = {}
+    low_rank: Optional[_LowRankPenalty] = None
     if opts["inner_method"] == "tron" and "preconditioner" not in (opts["inner_options"] or {}):
-        chosen["preconditioner"] = default_preconditioner(split, x)
+        dense = dense_rows(split, x)
+        chosen["preconditioner"] = "ichol" if dense is not None and dense.size == 0 else None
+        if dense is not None and dense.size:
+            low_rank = _LowRankPenalty(flat_fun, split, dense)
+            if not low_rank.fits(x, lam, mu, tuple(args)):
+                low_rank = None
     eps = max(opts["gtol"], _FIRST_INNER_GTOL)
     previous = math.inf
     counts = {"nfev": 1, "njev": 0, "nhev": 0}
@@ -369,6 +548,8 @@ def minimize_auglag(fun: Callable, x0: np.ndarray, args: tuple = (),
     least = (math.inf, x.copy())  # (violation, point) of the least violation seen
     for outer in range(1, int(opts["maxiter"]) + 1):
         penalty = np.array([rho])
+        if low_rank is not None:
+            chosen["preconditioner"] = low_rank.preconditioner(lam, mu, rho, tuple(args))
         inner_options = {**chosen, **(opts["inner_options"] or {}),
                          "maxiter": int(opts["inner_maxiter"]), "gtol": eps}
         if opts["max_time"] is not None:

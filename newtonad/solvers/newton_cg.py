@@ -113,7 +113,7 @@ def _preconditioned_cg(problem: FlatProblem, x: np.ndarray, hv: HessOperator, g:
     (:mod:`.preconditioners`); the direction returned is ``p = C⁻ᵀ y``."""
     from .preconditioners import make_preconditioner, precondition_products, sparse_hessian_at
 
-    m = make_preconditioner(kind, sparse_hessian_at(problem, x))
+    m = make_preconditioner(kind, sparse_hessian_at(problem, x, kind))
     assert m is not None
     gt = m.left(g)
     step = truncated_cg(precondition_products(m, hv), gt, norm(gt), eta, maxiter, deadline)

@@ -76,10 +76,16 @@ def _check_numeric(name: str, value: Any) -> None:
 
 
 def check_preconditioner(value: Any) -> None:
-    """Raise ``ValueError`` unless ``value`` is one of :data:`.methods.PRECONDITIONERS`."""
+    """Raise ``ValueError`` unless ``value`` is one of :data:`.methods.PRECONDITIONERS` or a
+    :class:`.preconditioners.SparsePlusLowRank`."""
+    from .preconditioners import SparsePlusLowRank
+
+    if isinstance(value, SparsePlusLowRank):
+        return
     if not (value is None or (isinstance(value, str) and value in PRECONDITIONERS)):
         raise ValueError(f"option 'preconditioner' must be one of "
-                         f"{', '.join(map(repr, PRECONDITIONERS))}, got {value!r}")
+                         f"{', '.join(map(repr, PRECONDITIONERS))} or a SparsePlusLowRank, "
+                         f"got {value!r}")
 
 
 def parse_options(method: str, options: Optional[Mapping[str, Any]], tol: Optional[float]

@@ -340,7 +340,7 @@ def minimize_tron(problem: FlatProblem, x0: np.ndarray, lb: np.ndarray, ub: np.n
         if preconditioner is not None:
             from .preconditioners import sparse_hessian_at
 
-            hessian = sparse_hessian_at(problem, x)
+            hessian = sparse_hessian_at(problem, x, preconditioner)
         s, hs, alpha, _ = cauchy_point(x, g, lb, ub, hv, radius, alpha)
         s, hs, inner, _ = subspace_step(x, g, lb, ub, hv, radius, s, hs,
                                         min(0.1, math.sqrt(pgnorm)), preconditioner=preconditioner,
