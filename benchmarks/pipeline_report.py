@@ -265,7 +265,7 @@ def stage_times(kind: str, steps: int, stages: list[str] | None = None) -> dict[
         ins = [x] + [np.asarray(v.value) for v in traced.closed]  # captured data after x
         out["numpy_eval"], run = _timed(lambda: numpy_eval.compile_program(vg))
         out["numpy_call"], _ = _timed(lambda: run(*ins))
-    if want & {"first_vg", "first_hvp", "second_vg"}:
+    if want & {"first_vg", "first_hvp", "second_vg", "second_vg_same"}:
         _first_calls(kind, steps, out)
     if want & {"plan", "regions", "codegen"}:
         from newtonad.ad.engine.numba_codegen import generate
@@ -290,7 +290,10 @@ def _first_calls(kind: str, steps: int, out: dict[str, Any]) -> None:
     """The public API's first value-and-gradient, then first HVP, on the NumPy engine of a
     new function object with every program cache empty (trace, re-roll attempt,
     derivation, evaluator set-up and the call); then the same function in a new
-    ``Objective`` (what a second ``minimize`` pays before its first iteration)."""
+    ``Objective`` (what a second ``minimize`` of it pays before its first iteration:
+    ``second_vg_same``), and another function object of the same code and values in a
+    new ``Objective`` (``second_vg``: traced again, since values it reads from outside
+    its arguments could differ; nothing derived again)."""
     import newtonad as nad
     from newtonad.ad.engine import numpy_eval
 
@@ -300,8 +303,10 @@ def _first_calls(kind: str, steps: int, out: dict[str, Any]) -> None:
     out["first_vg"], _ = _timed(lambda: nad.value_and_grad(fun, engine="numpy")(x))
     v = np.cos(np.arange(x.size))
     out["first_hvp"], _ = _timed(lambda: nad.hvp(fun, x, v, engine="numpy"))
-    fresh, _ = problem(kind, steps)  # the same code and values, another function object
     before = _derivations()
+    out["second_vg_same"], _ = _timed(
+        lambda: nad.Objective(fun, engine="numpy").value_and_grad(x))
+    fresh, _ = problem(kind, steps)  # the same code and values, another function object
     def second():
         return nad.Objective(fresh, engine="numpy").value_and_grad(x)
     out["second_vg"], _ = _timed(second)
@@ -314,7 +319,7 @@ def _first_calls(kind: str, steps: int, out: dict[str, Any]) -> None:
 STAGES = ["trace", "reroll", "validate", "jvp", "fold_scalings", "partial_eval", "transpose",
           "simplify", "value_and_grad", "remat", "hvp", "hvp_frame", "hvp_new_width",
           "linearized_hvp", "numpy_eval", "numpy_call", "first_vg", "first_hvp",
-          "second_vg", "plan", "regions", "codegen"]
+          "second_vg_same", "second_vg", "plan", "regions", "codegen"]
 ON_GRAD = {"numpy_eval", "numpy_call", "plan", "regions", "codegen"}
 #: The stages of the non-loop table (no numba planning: see ``--compile``).
 NONLOOP_STAGES = [s for s in STAGES if s not in ("validate", "remat", "plan", "regions",
@@ -356,6 +361,7 @@ def seconds_table(kind: str, sizes: list[int], stages: list[str]) -> str:
             lines.append(f"{stage:16s}" + "".join(
                 f"{r[stage]:10.3f} {1e6 * r[stage] / r['steps']:6.1f}" for r in rows))
     for what, num, den in (("new_width_%", "hvp_new_width", "hvp_frame"),
+                           ("second_same_%", "second_vg_same", "first_vg"),
                            ("second_vg_%", "second_vg", "first_vg")):
         if all(num in r and den in r for r in rows):  # the targets are ratios: print them
             lines.append(f"{what:16s}" + "".join(
