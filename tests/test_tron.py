@@ -17,7 +17,7 @@ from scipy.optimize import Bounds
 import newtonad as nad
 from newtonad.solvers import minimize
 from newtonad.solvers.bounds import breakpoints, parse_bounds, projected_gradient
-from newtonad.solvers.tron import steihaug_cg
+from newtonad.solvers.tron import energy_cg, steihaug_cg
 
 from .builders import quadratic, rosen_start, rosenbrock
 
@@ -236,6 +236,49 @@ def test_steihaug_cg_and_breakpoints():
     assert breakpoints(x, np.array([0.0, 0.0, 1.0]), lb, ub) == (math.inf, math.inf)
     pg = projected_gradient(np.array([-1.0, 0.5, 0.0]), np.array([2.0, -3.0, 4.0]), lb, ub)
     assert_allclose(pg, [0.0, 0.0, 4.0])
+
+
+def test_energy_cg_shortens_the_newton_step_in_the_energy_norm():
+    a = np.diag([1.0, 10.0, 100.0])
+    b = np.array([1.0, 1.0, 1.0])
+    newton = -np.linalg.solve(a, b)
+    energy = math.sqrt(newton @ a @ newton)
+    inside = energy_cg(lambda v: a @ v, b, 2.0 * energy, 1e-12, 10)
+    assert not inside.on_boundary
+    assert_allclose(inside.d, newton, rtol=1e-10)
+    # a radius below the Newton step's energy norm: the Newton direction, on the boundary
+    # (Steihaug's CG leaves along its first, gradient-like directions instead)
+    short = energy_cg(lambda v: a @ v, b, 0.1 * energy, 1e-12, 10)
+    assert short.on_boundary
+    assert_allclose(short.d, 0.1 * newton, rtol=1e-10)
+    assert math.sqrt(short.d @ a @ short.d) == pytest.approx(0.1 * energy)
+    negative = energy_cg(lambda v: -a @ v, b, 2.0, 1e-12, 10)
+    assert negative.on_boundary and np.linalg.norm(negative.d) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("name, most", [("obstacle", None), ("minimal-surface", 40)])
+def test_newton_iterations_do_not_grow_with_the_grid(name, most):
+    # Lin & Moré's observation: the iterations on a grid problem essentially independent
+    # of n; here n = 100² and 200² with the default (incomplete Cholesky) preconditioner.
+    # With the Euclidean radius update and Steihaug's CG in the factor's norm, obstacle
+    # took 11 and 43 iterations, minimal-surface (no bounds) 75 and 146.
+    from newtonad import problems
+
+    counts = []
+    for n in (10_000, 40_000):
+        p = problems.get(name, n)
+        obj = _objective(p.fun)
+        lb, ub = parse_bounds(p.bounds, n)
+        x0 = np.clip(p.x0, lb, ub)
+        pg0 = _projected_gradient_norm(x0, obj.jac(x0), lb, ub)
+        res = minimize(obj, p.x0, method="tron", bounds=p.bounds,
+                       options={"gtol": 1e-6 * pg0})
+        assert res.success
+        assert _projected_gradient_norm(res.x, obj.jac(res.x), lb, ub) < 1e-6 * pg0
+        counts.append(res.nit)
+    assert counts[1] <= 2 * counts[0], counts
+    if most is not None:
+        assert max(counts) <= most, counts
 
 
 def test_disp_table_and_max_time(capsys):
