@@ -210,7 +210,7 @@ def renumbered(slots: Sequence[Slot], producer: dict[int, Step], n_inputs: int,
 
 
 def graft(roots: dict[int, Var], slot_of: dict[int, int], slots: list[Slot],
-          producer: dict[int, Step]) -> None:
+          producer: dict[int, Step]) -> list[int]:
     """Write the steps of new Vars into a graph of slot numbers (see :func:`renumbered`).
 
     Parameters
@@ -223,7 +223,14 @@ def graft(roots: dict[int, Var], slot_of: dict[int, int], slots: list[Slot],
     slots, producer : list, dict
         The graph, extended in place: Vars the roots read that stand for no slot get new
         slot numbers at the end of ``slots`` (constants become ``const`` steps).
+
+    Returns
+    -------
+    list of int
+        The slots written, in an order where a step comes after the new steps it reads
+        (each root after its own new steps; the roots in the order given).
     """
+    written: list[int] = []
     for slot, var in roots.items():
         slot_of[var.id] = slot
     for slot, root in roots.items():
@@ -254,6 +261,8 @@ def graft(roots: dict[int, Var], slot_of: dict[int, int], slots: list[Slot],
                 key_params = tuple(sorted(op.params.items())) if op.params else ()
                 producer[out] = Step(op.primitive, tuple([slot_of[a.id] for a in op.args]),
                                      key_params, out)
+            written.append(out)
+    return written
 
 
 __all__ = ["build", "graft", "rebind", "renumbered"]

@@ -480,20 +480,122 @@ def _pulled(program: Program, k: int | None, wrt: Sequence[int], xs: Sequence[Va
     would record, step for step.
     """
     known = [True] * len(program.inputs) + [False] * len(wrt)
-    jp = fold_scalings(jvp_program(program, k, wrt), known)
+    jp = jvp_program(program, k, wrt)
     n_out = len(program.outputs)
-    split = _split(jp, known, n_out, remat=False)
-    env = _known_env(jp, split, xs, _simplified_step)
-    lin_slots = set(split.unknown_in)
+    folded = _folded_in_order(jp, known)
+    if folded is None:  # folding merges steps: the folded program, numbered as recorded
+        jp = fold_scalings(jp, known)
+        split = _split(jp, known, n_out, remat=False)
+        steps, slots, kind, outputs = jp.steps, jp.slots, split.kind, jp.outputs
+    else:
+        steps, slots, kind, outputs = folded
+        if any([kind[i] == "unknown" for i in outputs[:n_out]]):
+            raise ValueError("partial_eval: an output asked to be known depends on unknown "
+                             "inputs")
+    known_in = [i for i, is_known in zip(jp.inputs, known) if is_known]
+    unknown_in = [i for i, is_known in zip(jp.inputs, known) if not is_known]
+    env = dict(zip(known_in, xs))
+    lin_slots = set(unknown_in)
     linear_steps = []
-    for step in jp.steps:
-        if split.kind[step.output] == "unknown":
+    for step in steps:
+        if kind[step.output] == "unknown":
             lin_slots.add(step.output)
             linear_steps.append(step)
+        else:
+            env[step.output] = _simplified_step(step, [*map(env.__getitem__, step.inputs)],
+                                                slots)
     with _simplifying():
-        cts = _pull_back(jp.slots, linear_steps, lin_slots, env, jp.outputs[n_out:], ws,
-                         split.unknown_in)
-    return [env[i] for i in jp.outputs[:n_out]] + cts
+        cts = _pull_back(slots, linear_steps, lin_slots, env, outputs[n_out:], ws, unknown_in)
+    return [env[i] for i in outputs[:n_out]] + cts
+
+
+def _folded_in_order(jp: Program, known: Sequence[bool]
+                     ) -> tuple[list[Step], list[Slot], dict[int, str], list[int]] | None:
+    """The steps of ``fold_scalings(jp, known)`` in ``jp``'s order, without numbering the
+    folded program again: ``(steps, slots, kinds, outputs)``, ``None`` when that would
+    not give its order.
+
+    Each folded step comes where ``jp`` has it, after the new steps it reads; the steps
+    folding leaves unread stay (nothing reads them, so a pullback never reaches them).
+    A step equal to one written already, or to one ``jp`` has later, is that step (as
+    ``build`` shares them), at the earlier of the two places, and its readers read it.
+    The unknown steps are then in the order of :func:`fold_scalings`' program (its walk
+    from the outputs meets a fold's new known factors where it met the old ones, and its
+    unknown steps in the same order), which is the order the pullback sums cotangents
+    in. ``None`` when recording would fold a step of constants, or a step would read one
+    that ``jp`` has later and that is not a constant (which cannot be moved up).
+    """
+    kind = slot_kinds(jp, known)
+    readers: dict[int, int] = {}
+    for step in jp.steps:
+        for i in step.inputs:
+            readers[i] = readers.get(i, 0) + 1
+    for i in jp.outputs:
+        readers[i] = readers.get(i, 0) + 1
+    folds = _scaling_folds(jp, kind, readers)
+    if folds is None:
+        return None
+    changed, slot_of = folds
+    if not changed:
+        return list(jp.steps), list(jp.slots), kind, list(jp.outputs)
+    slots = list(jp.slots)
+    producer = {step.output: step for step in jp.steps}
+    position = {step.output: n for n, step in enumerate(jp.steps)}
+    written = iter(graft(changed, slot_of, slots, producer))
+    memo = {(s.primitive, s.inputs, s.params): s.output for s in jp.steps
+            if s.output not in changed}
+    redirect: dict[int, int] = {}  # a slot -> the equal one the folded program keeps
+    done: set[int] = set()  # jp's steps moved up (written already)
+    steps: list[Step] = []
+
+    def write(step: Step, here: int) -> bool:
+        """Append ``step``, first moving up the constants it reads from later on; False
+        when it reads a later step that is not a constant."""
+        for i in step.inputs:
+            if position.get(i, -1) > here and i not in done:
+                if producer[i].primitive is not const_p or i in changed:
+                    return False
+                steps.append(producer[i])
+                done.add(i)
+        steps.append(step)
+        return True
+
+    def place(step: Step, here: int) -> bool:
+        """Write ``step`` (its inputs redirected) at ``here``, or share the equal step
+        that ``jp`` has (moved up when it comes later)."""
+        ins = tuple([redirect.get(i, i) for i in step.inputs])
+        key = (step.primitive, ins, step.params)
+        same = memo.setdefault(key, step.output)
+        if same == step.output:
+            return write(Step(step.primitive, ins, step.params, step.output), here)
+        redirect[step.output] = same
+        if position.get(same, -1) > here and same not in done:
+            done.add(same)
+            return write(Step(step.primitive, ins, step.params, same), here)
+        return True
+
+    for n, step in enumerate(jp.steps):
+        if step.output in done:
+            continue
+        if step.output not in changed:
+            if redirect and any([i in redirect for i in step.inputs]):
+                if not place(step, n):
+                    return None
+            else:
+                steps.append(step)
+            continue
+        while True:
+            out = next(written)
+            new = producer[out]
+            if not place(new, n):
+                return None
+            if out != step.output and out not in redirect:
+                found = [kind[redirect.get(i, i)] for i in new.inputs]
+                kind[out] = "unknown" if "unknown" in found else \
+                    "known" if "known" in found else "const"
+            if out == step.output:
+                break
+    return steps, slots, kind, [redirect.get(i, i) for i in jp.outputs]
 
 
 def _rewritten_bind(primitive: Any, args: Sequence[Var], aval: Slot, params: dict[str, Any],
