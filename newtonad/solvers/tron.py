@@ -379,10 +379,11 @@ def minimize_tron(problem: FlatProblem, x0: np.ndarray, lb: np.ndarray, ub: np.n
     maxiter : int, optional
         Iteration budget (every step, accepted or not), ``200 * n`` by default.
     initial_trust_radius : float, optional
+        In the trust region's norm (the energy norm, see the module docstring).
         Default: the norm of the projected gradient at ``x0`` (Lin & Moré), or 1 if
         that is 0.
     max_trust_radius : float
-        Cap on the radius.
+        Cap on the radius, in the same norm.
     preconditioner : {None, "diagonal", "ichol"}
         Of the CG on the free variables (:mod:`.preconditioners`).
     max_time, disp, return_all, callback, start, started : optional
