@@ -140,3 +140,20 @@ def test_changed_globals_give_the_new_answer():
             assert_close(grad, fd, 1e-6, 1e-8, f"gradient at RATE={rate}, STEPS={steps}")
     finally:
         RATE, STEPS = 0.5, 5
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_a_resized_frame_program_is_the_program_derived_at_that_width(name):
+    # rewidth checks every resized step by its shape rule (answers kept per params);
+    # what it gives must be what deriving at the new width records, step for step
+    f, x = SMALL[name]()
+    program = trace_function(f, [Slot(x.shape)]).program
+    width = tf._template_width(program)
+    for kind in ("hvp", "linearized_hvp"):
+        template = tf._derived(kind, program, width)
+        for k in (2, 5):
+            derived = tf._derived(kind, program, k)
+            if kind == "hvp":
+                assert tf.rewidth(template, width, k) == derived
+            else:
+                assert tuple(tf.rewidth(p, width, k) for p in template) == derived

@@ -844,11 +844,13 @@ def rewidth(program: Program, old: int, new: int) -> Program | None:
             Slot(tuple(new if n == old else n for n in s.shape), s.dtype)
     slots = tuple(map(made.__getitem__, program.slots))
     resized = [old in s.shape for s in program.slots]
-    seen: dict[str, tuple[Any, Any]] = {}  # repr of params -> (params, resized)
+    # repr of params -> (params, resized, shape rule's answers by primitive and in-slots)
+    seen: dict[str, tuple[Any, Any, dict[tuple, Slot]]] = {}
     steps = []
     try:
         for step in program.steps:
             params = step.params
+            answers = None
             if params:
                 # Long programs repeat a few params thousands of times. The entry is used
                 # when its params are equal and print the same: repr tells 61 from 61.0
@@ -856,9 +858,10 @@ def rewidth(program: Program, old: int, new: int) -> Program | None:
                 key = repr(params)
                 entry = seen.get(key)
                 if entry is None or entry[0] != params:
-                    entry = seen[key] = (params, _resized(params, old, new))
+                    entry = seen[key] = (params, _resized(params, old, new), {})
                 if entry[1] is not entry[0]:
                     params = entry[1]
+                answers = entry[2]
             if params is not step.params:
                 step = Step(step.primitive, step.inputs, params, step.output)
             elif not resized[step.output] and not any([resized[i] for i in step.inputs]):
@@ -866,9 +869,15 @@ def rewidth(program: Program, old: int, new: int) -> Program | None:
                 continue
             in_slots = tuple(map(slots.__getitem__, step.inputs))
             # output_slot's memo read here first: this runs on nearly every step of a frame
-            expected = SHAPE_MEMO.get((step.primitive, in_slots)) if not step.params else None
-            if expected is None:
-                expected = output_slot(step.primitive, in_slots, step.params)
+            if answers is None:
+                expected = SHAPE_MEMO.get((step.primitive, in_slots))
+                if expected is None:
+                    expected = output_slot(step.primitive, in_slots, step.params)
+            else:  # the same params again: the rule's answer for these slots, kept here
+                expected = answers.get((step.primitive, in_slots))
+                if expected is None:
+                    expected = answers[step.primitive, in_slots] = \
+                        output_slot(step.primitive, in_slots, step.params)
             if expected != slots[step.output]:
                 return None
             steps.append(step)
