@@ -149,7 +149,7 @@ def build(inputs: Sequence[Var], outputs: Sequence[Var]) -> Program:
                                            tuple(slot_of[v.id] for v in outputs))
 
 
-def renumbered(slots: Sequence[Slot], producer: dict[int, Step], n_inputs: int,
+def renumbered(slots: Sequence[Slot], producer: dict[int, Step], inputs: Sequence[int],
                outputs: Sequence[int]) -> Program:
     """The program :func:`build` records from a graph given by slot numbers.
 
@@ -164,8 +164,8 @@ def renumbered(slots: Sequence[Slot], producer: dict[int, Step], n_inputs: int,
         The abstract value of every slot number ``producer`` uses.
     producer : dict
         Slot number -> the step writing it (its ``output`` is not read: the key is).
-    n_inputs : int
-        Slots ``0 .. n_inputs - 1`` are the inputs, in call order.
+    inputs : sequence of int
+        The input slots, in call order (numbered ``0, 1, ...`` in the result).
     outputs : sequence of int
         The target slots, in return order.
 
@@ -174,8 +174,8 @@ def renumbered(slots: Sequence[Slot], producer: dict[int, Step], n_inputs: int,
     Program
         Numbered as ``build`` numbers the same graph.
     """
-    number: dict[int, int] = {i: i for i in range(n_inputs)}
-    new_slots = list(slots[:n_inputs])
+    number: dict[int, int] = {i: n for n, i in enumerate(inputs)}
+    new_slots = [slots[i] for i in inputs]
     steps: list[Step] = []
     memo: dict[tuple, int] = {}
     pending: set[int] = set()
@@ -205,7 +205,7 @@ def renumbered(slots: Sequence[Slot], producer: dict[int, Step], n_inputs: int,
                 steps.append(new_step(Step, (*key, out)))
             number[slot] = out
     return Program.checked_by_construction(tuple(new_slots), tuple(steps),
-                                           tuple(range(n_inputs)),
+                                           tuple(range(len(inputs))),
                                            tuple(number[i] for i in outputs))
 
 

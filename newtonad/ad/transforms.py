@@ -157,12 +157,7 @@ def fold_scalings(program: Program, known: Sequence[bool],
     outputs at these positions (``select_outputs`` in the same pass).
     """
     kind = slot_kinds(program, known)
-    readers: dict[int, int] = {}
-    for step in program.steps:
-        for i in step.inputs:
-            readers[i] = readers.get(i, 0) + 1
-    for i in program.outputs:
-        readers[i] = readers.get(i, 0) + 1
+    readers = _readers(program)
     outputs = program.outputs if keep is None else [program.outputs[j] for j in keep]
     folds = _scaling_folds(program, kind, readers)
     if folds is None:  # re-binding would change more than the scalings: record it again
@@ -175,7 +170,18 @@ def fold_scalings(program: Program, known: Sequence[bool],
     slots = list(program.slots)
     producer = {step.output: step for step in program.steps}
     graft(changed, slot_of, slots, producer)
-    return renumbered(slots, producer, len(program.inputs), outputs)
+    return renumbered(slots, producer, program.inputs, outputs)
+
+
+def _readers(program: Program) -> dict[int, int]:
+    """How many times each slot is read: by steps, and once more per output place."""
+    readers: dict[int, int] = {}
+    for step in program.steps:
+        for i in step.inputs:
+            readers[i] = readers.get(i, 0) + 1
+    for i in program.outputs:
+        readers[i] = readers.get(i, 0) + 1
+    return readers
 
 
 def _scaling_folds(program: Program, kind: dict[int, str], readers: dict[int, int]
@@ -526,12 +532,7 @@ def _folded_in_order(jp: Program, known: Sequence[bool]
     that ``jp`` has later and that is not a constant (which cannot be moved up).
     """
     kind = slot_kinds(jp, known)
-    readers: dict[int, int] = {}
-    for step in jp.steps:
-        for i in step.inputs:
-            readers[i] = readers.get(i, 0) + 1
-    for i in jp.outputs:
-        readers[i] = readers.get(i, 0) + 1
+    readers = _readers(jp)
     folds = _scaling_folds(jp, kind, readers)
     if folds is None:
         return None
@@ -1025,35 +1026,8 @@ def _selected(program: Program, keep: Sequence[int]) -> Program:
     """The outputs at positions ``keep`` of a program :func:`build` recorded, and the steps
     they need, numbered as ``build`` numbers them (a depth-first walk from the outputs)."""
     producer = {step.output: step for step in program.steps}
-    number = {i: n for n, i in enumerate(program.inputs)}
-    slots = [program.slots[i] for i in program.inputs]
-    steps: list[Step] = []
-    outputs = [program.outputs[j] for j in keep]
-    pending: set[int] = set()
-    for root in outputs:
-        if root in number:
-            continue
-        stack: list[tuple[int, bool]] = [(root, False)]
-        pop, push = stack.pop, stack.append
-        while stack:
-            slot, expanded = pop()
-            if not expanded:
-                if slot in number or slot in pending:
-                    continue
-                pending.add(slot)
-                push((slot, True))
-                for i in reversed(producer[slot].inputs):
-                    if i not in number and i not in pending:
-                        push((i, False))
-                continue
-            step = producer[slot]
-            number[slot] = len(slots)
-            slots.append(program.slots[slot])
-            steps.append(Step(step.primitive, tuple([number[i] for i in step.inputs]),
-                              step.params, number[slot]))
-    return Program.checked_by_construction(tuple(slots), tuple(steps),
-                                           tuple(range(len(program.inputs))),
-                                           tuple(number[i] for i in outputs))
+    return renumbered(program.slots, producer, program.inputs,
+                      [program.outputs[j] for j in keep])
 
 
 def _simplify_built(program: Program, keep: Sequence[int] | None = None) -> Program:
