@@ -442,35 +442,6 @@ def _pull_back(slots: Sequence[Slot], linear_steps: Sequence[Step], lin_slots: s
     return [ct_env[i] if i in ct_env else zeros(slots[i].shape) for i in lin_in]
 
 
-def _transposed_unknown_half(program: Program, split: _Split, n_known_outputs: int) -> Program:
-    """``transpose_program`` of the program :func:`_unknown_half` records (without
-    ``remat``), made in one pass over ``program`` without recording that one.
-
-    The unknown half is linear in the unknown inputs; its steps are ``program``'s
-    unknown steps in the same order (and the constant ones, recomputed), so its
-    reverse pass is theirs. Returns the program from the known inputs, the residuals and
-    one cotangent per remaining output to one cotangent per unknown input.
-    """
-    kind, slots = split.kind, program.slots
-    roots = _tracers([slots[i] for i in split.known_in + split.residuals])
-    env = dict(zip(split.known_in + split.residuals, roots))
-    lin_slots = set(split.unknown_in)
-    linear_steps = []
-    for step in program.steps:
-        if step.output in env:
-            continue
-        k = kind[step.output]
-        if k == "unknown":
-            lin_slots.add(step.output)
-            linear_steps.append(step)
-        elif k != "known":  # constants: recomputed where they are read
-            env[step.output] = rebind(step, [*map(env.__getitem__, step.inputs)], slots)
-    outputs = program.outputs[n_known_outputs:]
-    cts_in = _tracers([Slot(slots[i].shape, "float64") for i in outputs])
-    outs = _pull_back(slots, linear_steps, lin_slots, env, outputs, cts_in, split.unknown_in)
-    return _build(roots + cts_in, outs)
-
-
 # ---- composites: vjp, grad, hvp --------------------------------------------------------------
 
 def _pulled(program: Program, k: int | None, wrt: Sequence[int], xs: Sequence[Var],
@@ -489,7 +460,7 @@ def _pulled(program: Program, k: int | None, wrt: Sequence[int], xs: Sequence[Va
     jp = jvp_program(program, k, wrt)
     n_out = len(program.outputs)
     folded = _folded_in_order(jp, known)
-    if folded is None:  # folding merges steps: the folded program, numbered as recorded
+    if folded is None:  # not foldable in place: the folded program, recorded
         jp = fold_scalings(jp, known)
         split = _split(jp, known, n_out, remat=False)
         steps, slots, kind, outputs = jp.steps, jp.slots, split.kind, jp.outputs

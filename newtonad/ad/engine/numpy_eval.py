@@ -30,7 +30,7 @@ _F64_SCALAR = Slot((), "float64")
 
 def _impl(step: Any, slots: tuple[Slot, ...]) -> Callable[..., Any]:
     """The function the evaluator calls for ``step``: a scalar operator where one gives
-    the ufunc's bits, else the primitive's ``impl``."""
+    the ufunc's numbers, else the primitive's ``impl``."""
     fast = _SCALAR_OPERATORS.get(step.primitive.name)
     if fast is not None and slots[step.output] == _F64_SCALAR and \
             all([slots[i] == _F64_SCALAR for i in step.inputs]):
