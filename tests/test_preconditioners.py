@@ -19,7 +19,7 @@ from newtonad.solvers.preconditioners import (
     restrict,
     restrict_order,
 )
-from newtonad.solvers.tron import steihaug_cg
+from newtonad.solvers.tron import energy_cg
 
 from .builders import quadratic
 
@@ -144,7 +144,7 @@ def test_the_ordering_restores_the_coupling_the_limited_factor_drops():
     def iterations(pre):
         op = precondition_products(pre, lambda v: h @ v)
         rhs = pre.left(b)
-        return steihaug_cg(op, rhs, 1e20, 1e-8 * np.linalg.norm(rhs), 10_000).iterations
+        return energy_cg(op, rhs, 1e20, 1e-8 * np.linalg.norm(rhs), 10_000).iterations
 
     natural = iterations(make_preconditioner("ichol", h, order=None))
     chosen = iterations(make_preconditioner("ichol", h))
@@ -210,12 +210,12 @@ def test_preconditioning_cuts_cg_iterations():
     def op(v):
         return h @ v
 
-    plain = steihaug_cg(op, g, 1e10, 1e-8 * np.linalg.norm(g), 10_000)
+    plain = energy_cg(op, g, 1e10, 1e-8 * np.linalg.norm(g), 10_000)
     counts = {}
     for kind in ("diagonal", "ichol"):
         pre = make_preconditioner(kind, h)
         b = pre.left(g)
-        run = steihaug_cg(precondition_products(pre, op), b, 1e10,
+        run = energy_cg(precondition_products(pre, op), b, 1e10,
                           1e-8 * np.linalg.norm(b), 10_000)
         assert_allclose(pre.right(run.d), plain.d, rtol=1e-5, atol=1e-8)
         counts[kind] = run.iterations

@@ -81,8 +81,8 @@ from .problem import FlatProblem, HessOperator
 from .start import native_start
 from .trust_region import MAX_TRUST_RADIUS, boundary_intersections, converged
 
-__all__ = ["minimize_tron", "cauchy_point", "subspace_step", "energy_cg", "steihaug_cg",
-           "run_native", "default_preconditioner"]
+__all__ = ["minimize_tron", "cauchy_point", "subspace_step", "energy_cg", "run_native",
+           "default_preconditioner"]
 
 _EPS = float(np.finfo(float).eps)
 _MU0 = 0.01                       # sufficient decrease of the Cauchy and projected searches
@@ -102,43 +102,6 @@ class CGResult(NamedTuple):
     iterations: int
 
 
-def steihaug_cg(op: HessOperator, b: np.ndarray, radius: float, tol: float,
-                maxiter: int, deadline: float = math.inf) -> CGResult:
-    """Approximately minimise ``bᵀd + dᵀAd/2`` in ``‖d‖ <= radius`` by Steihaug's CG.
-
-    Algorithm 7.2 of Nocedal & Wright, 2nd ed. (Steihaug 1983): CG from ``d = 0``
-    until the residual ``‖b + A d‖ <= tol``, an iterate leaves the ball (the step ends
-    on the boundary) or a direction of non-positive curvature (the step goes to the
-    boundary along it). A product with nan or inf ends CG at the last iterate. (tron's
-    subproblems use :func:`energy_cg`; with an infinite radius both are plain CG.)
-    """
-    d = np.zeros_like(b)
-    r = b.copy()
-    p = -r
-    rr = dot(r, r)
-    for j in range(maxiter):
-        if math.sqrt(rr) <= tol or (j > 0 and past(deadline)):
-            return CGResult(d, False, j)
-        ap = np.asarray(op(p))
-        curv = dot(p, ap)
-        if not math.isfinite(curv):
-            return CGResult(d, False, j + 1)
-        if curv <= 0.0:
-            _, t = boundary_intersections(dot(d, d), dot(d, p), dot(p, p), radius)
-            return CGResult(d + t * p, True, j + 1)
-        alpha = rr / curv
-        d_next = d + alpha * p
-        if dot(d_next, d_next) >= radius * radius:
-            _, t = boundary_intersections(dot(d, d), dot(d, p), dot(p, p), radius)
-            return CGResult(d + t * p, True, j + 1)
-        d = d_next
-        r += alpha * ap
-        rr_new = dot(r, r)
-        p = -r + (rr_new / rr) * p
-        rr = rr_new
-    return CGResult(d, False, maxiter)
-
-
 def energy_cg(op: HessOperator, b: np.ndarray, radius: float, tol: float,
               maxiter: int, deadline: float = math.inf) -> CGResult:
     """Approximately minimise ``bᵀd + dᵀAd/2`` in the energy norm ``‖d‖_A <= radius``.
@@ -148,10 +111,11 @@ def energy_cg(op: HessOperator, b: np.ndarray, radius: float, tol: float,
     is scaled back onto the boundary, ``d Δ / ‖d‖_A``. Where ``A`` is positive
     definite the minimiser of the model in ``‖d‖_A <= Δ`` is the Newton step
     ``-A⁻¹b`` times ``min(1, Δ / ‖A⁻¹b‖_A)``, which this is up to the CG tolerance;
-    Steihaug's rule (:func:`steihaug_cg`) instead ends at the first iterate outside,
-    on a path whose first segments follow the (preconditioned) gradient. CG's iterates
-    have increasing energy norms, ``‖d_{j+1}‖²_A = ‖d_j‖²_A + α_j rᵀr`` (``d_j`` is
-    A-conjugate to ``p_j``), so the norm costs nothing.
+    Steihaug's rule (Nocedal & Wright, Algorithm 7.2) instead ends at the first iterate
+    outside, on a path whose first segments follow the (preconditioned) gradient. With
+    an infinite radius this is plain CG. CG's iterates have increasing energy norms,
+    ``‖d_{j+1}‖²_A = ‖d_j‖²_A + α_j rᵀr`` (``d_j`` is A-conjugate to ``p_j``), so the
+    norm costs nothing.
 
     A direction of non-positive curvature ends CG: the step is the last iterate
     scaled onto the boundary if it lies outside, else Steihaug's step along that
