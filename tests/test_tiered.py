@@ -101,6 +101,30 @@ def test_hot_program_switches_to_the_kernel_with_the_same_results(eager):
     assert run.__code__.co_code == numba_run.__code__.co_code
 
 
+def test_a_span_counts_the_switches_it_makes_not_the_compiles_it_sees(eager, monkeypatch):
+    """A kernel the worker finishes is a switch only at its program's hand-over call: a
+    span of calls (a solve) counts its own switches, never a kernel finished meanwhile
+    for a program that switches later (or never)."""
+    monkeypatch.setattr(auto, "HANDOVER_CALLS", 10**9)  # compiled, never switched to
+    unused = compile_program(_program(lambda x: np.sum(np.tanh(x) * x), 14), "auto")
+    x = np.linspace(-1, 1, 14)
+    before = engine.timings()
+    unused(x)
+    assert background.wait(WAIT), "the background compile did not finish"
+    seen = engine.timings() - before
+    assert seen.background_compiles == 1 and seen.switches == 0
+    assert unused.tier.state == "queued"  # ready, waiting for a call that never comes
+
+    monkeypatch.setattr(auto, "HANDOVER_CALLS", 1)
+    used = compile_program(_program(lambda x: np.sum(np.arctan(x) * x), 15), "auto")
+    x = np.linspace(-1, 1, 15)
+    before = engine.timings()
+    _until_compiled(used, x)
+    span = engine.timings() - before
+    assert span.switches == 1 and span.switched_compile_seconds > 0.0
+    assert span.switched_compile_seconds <= span.background_seconds
+
+
 def test_out_and_reused_outputs_behave_the_same_before_and_after_the_switch(eager,
                                                                              monkeypatch):
     monkeypatch.setattr(auto, "HANDOVER_CALLS", 50)  # the first pass runs on NumPy

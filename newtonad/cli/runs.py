@@ -66,8 +66,9 @@ class Run:
         Seconds the engine spent compiling on the solver's path during the run (a
         kernel compiled lazily in the first iteration, say); not part of ``time``.
     background_compiles, background_time : int, float
-        Kernels the ``auto`` engine had compiled in its worker process during the run,
-        and the worker's seconds: off the solver's path, so not subtracted.
+        Kernels the ``auto`` engine's worker process compiled that the run switched to
+        (at hand-over calls fixed in advance, so the count repeats run to run), and the
+        worker's seconds for them: off the solver's path, so not subtracted.
     success : bool
         The solver's own verdict.
     message : str
@@ -150,8 +151,10 @@ class CompileClock:
     def charge(self, run: "Run") -> None:
         """Put the block's times on ``run``."""
         run.time, run.compile_time = self.seconds, self.compile_seconds
-        run.background_compiles = int(self.background.background_compiles)
-        run.background_time = float(self.background.background_seconds)
+        # the block's own switches: a kernel that finishes now for an earlier block's
+        # program, or is never switched to, is not this block's
+        run.background_compiles = int(self.background.switches)
+        run.background_time = float(self.background.switched_compile_seconds)
 
 
 @dataclass

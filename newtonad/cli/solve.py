@@ -104,7 +104,8 @@ def timing_lines(run: Run, prep: Prep) -> list[tuple[str, str]]:
     if run.background_compiles:
         lines.append(("background", f"{run.background_compiles} kernels compiled in "
                                     f"{run.background_time:.3f} s by a worker process, off the "
-                                    "solver's path (it ran on NumPy until each was ready)"))
+                                    "solver's path (it ran on NumPy until it switched to "
+                                    "each)"))
     return lines
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Callable
 
 from ..program import Program
@@ -60,6 +60,13 @@ class Timings:
     handover_wait_seconds : float
         Spent by callers waiting at a program's hand-over call for its kernel (see
         :mod:`.auto`).
+    switches : int
+        Programs that switched from NumPy to a kernel the worker compiled, at their
+        hand-over call. Unlike ``background_compiles`` (which counts a kernel when the
+        worker finishes it, whoever asked and whether or not it is ever used), a switch
+        happens at a call fixed in advance, so a span counts its own.
+    switched_compile_seconds : float
+        The worker's seconds for the kernels of those switches.
     """
 
     compile_seconds: float = 0.0
@@ -67,13 +74,12 @@ class Timings:
     background_compiles: int = 0
     handover_seconds: float = 0.0
     handover_wait_seconds: float = 0.0
+    switches: int = 0
+    switched_compile_seconds: float = 0.0
 
     def __sub__(self, other: "Timings") -> "Timings":
-        return Timings(*(a - b for a, b in zip(self._values(), other._values())))
-
-    def _values(self) -> tuple:
-        return (self.compile_seconds, self.background_seconds,
-                self.background_compiles, self.handover_seconds)
+        return Timings(**{f.name: getattr(self, f.name) - getattr(other, f.name)
+                          for f in fields(self)})
 
 
 _TIMES = Timings()

@@ -139,6 +139,7 @@ class Tier:
         self.compiled: Callable[..., tuple] | None = None
         self._reference: Callable[..., tuple] | None = None
         self._finished: Callable[..., tuple] | None = None  # compiled, not yet handed over
+        self._worker_seconds = 0.0
         self._outcome = threading.Event()  # set once the background compile has an outcome
         self.waiting = False  # a caller waits for this program at its hand-over call
         slots = program.in_slots
@@ -151,9 +152,10 @@ class Tier:
             self.state, self.reason = NUMPY, f"more than {MAX_STEPS} steps"
 
     # ---- the background compiler's callbacks (from its thread) ---------------------------
-    def ready(self, runner: Callable[..., tuple]) -> None:
-        """The compiled runner is there: the runners switch to it at the hand-over call."""
-        self._finished = runner
+    def ready(self, runner: Callable[..., tuple], seconds: float) -> None:
+        """The compiled runner is there (after ``seconds`` in the worker): the runners
+        switch to it at the hand-over call."""
+        self._finished, self._worker_seconds = runner, seconds
         self._outcome.set()
 
     def stay_on_numpy(self, reason: str) -> None:
@@ -180,6 +182,7 @@ class Tier:
             self._compile_here()
         elif self.state == QUEUED and self._finished is not None:
             self.compiled, self.state = self._finished, READY
+            record(switches=1, switched_compile_seconds=self._worker_seconds)
         elif self.state == QUEUED:  # the wait ran out: on NumPy for good
             self.state = NUMPY
             self.reason = f"not compiled within {WAIT_SECONDS:g} s of its hand-over call"

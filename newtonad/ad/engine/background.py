@@ -90,7 +90,7 @@ class Tier(Protocol):
     work: float     # modelled NumPy seconds so far: the most to gain is compiled first
     waiting: bool   # a caller waits for this kernel at its hand-over call
 
-    def ready(self, runner: Any) -> None: ...       # the compiled runner: switch to it
+    def ready(self, runner: Any, seconds: float) -> None: ...  # compiled in seconds: switch
     def stay_on_numpy(self, reason: str) -> None: ...  # this program is not compiled
     def compile_when_hot(self, reason: str) -> None: ...  # no background: compile in-process
 
@@ -391,7 +391,7 @@ class Compiler:
         _log.debug("background compile of a %d-step program finished: %.3f s in the worker "
                    "(compiled or read from the disk cache), loaded here in %.3f s", steps,
                    seconds, loaded)
-        tier.ready(runner)
+        tier.ready(runner, seconds)
 
     def _ask(self, worker: subprocess.Popen, request: tuple) -> Any | None:
         try:
@@ -540,8 +540,9 @@ def compiler() -> Compiler:
 def submit(tier: Tier) -> bool:
     """Compile ``tier``'s program in the background; ``False`` if no worker can run.
 
-    When the kernel is ready, ``tier.ready(runner)`` is called from the manager thread;
-    when it will not be, ``tier.stay_on_numpy(reason)`` or ``tier.compile_when_hot(reason)``.
+    When the kernel is ready, ``tier.ready(runner, worker_seconds)`` is called from the
+    manager thread; when it will not be, ``tier.stay_on_numpy(reason)`` or
+    ``tier.compile_when_hot(reason)``.
     """
     if not enabled():
         return False
