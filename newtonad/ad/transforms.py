@@ -34,7 +34,7 @@ from .program import SHAPE_MEMO, ArrayConst, Program, Slot, Step, output_slot
 from .rebuild import build, graft, rebind, renumbered
 from .remat import choose as choose_residuals
 from .remat import slot_kinds
-from .var import REWRITING, Var, bind, new_tracer
+from .var import REWRITING, Op, Var, bind, new_tracer
 
 #: Derivations made, by kind (``value_and_grad``, ``hvp``, ...): tests and benchmarks count
 #: them to see that a cache served a request instead.
@@ -449,125 +449,165 @@ def _pulled(program: Program, k: int | None, wrt: Sequence[int], xs: Sequence[Va
     """The outputs of ``program`` at ``xs`` followed by the cotangents pulled back from
     ``ws`` to the ``wrt`` inputs, simplified.
 
-    ``transpose ∘ linearize``, run where it is used: the jvp program is split by partial
-    evaluation; its known half runs on ``xs`` and its unknown (linear) half is transposed
-    on those live values, every step simplified as it is made (see :func:`simplify`), so
-    neither half is recorded as a program of its own. What this records is what
-    recording the linear program, transposing it and simplifying the assembled program
-    would record, step for step.
+    ``transpose ∘ linearize``, run where it is used, as autodidax's ``linearize`` runs
+    ``jvp`` under partial evaluation: the jvp rules run on the live values of ``xs``, so
+    what they compute of the primal is made at once (simplified, see :func:`simplify`)
+    and only the tangent (linear) operations are recorded, on a tape in the order they
+    are made (:class:`_Linearizing`). The tape's chains of scalings are folded
+    (:func:`_folded_tape`, as :func:`fold_scalings` folds a program's), then transposed
+    backwards on the same live values. Neither the jvp program nor its halves is
+    recorded as a program.
     """
-    known = [True] * len(program.inputs) + [False] * len(wrt)
-    jp = jvp_program(program, k, wrt)
-    n_out = len(program.outputs)
-    folded = _folded_in_order(jp, known)
-    if folded is None:  # not foldable in place: the folded program, recorded
-        jp = fold_scalings(jp, known)
-        split = _split(jp, known, n_out, remat=False)
-        steps, slots, kind, outputs = jp.steps, jp.slots, split.kind, jp.outputs
-    else:
-        steps, slots, kind, outputs = folded
-        if any([kind[i] == "unknown" for i in outputs[:n_out]]):
-            raise ValueError("partial_eval: an output asked to be known depends on unknown "
-                             "inputs")
-    known_in = [i for i, is_known in zip(jp.inputs, known) if is_known]
-    unknown_in = [i for i, is_known in zip(jp.inputs, known) if not is_known]
-    env = dict(zip(known_in, xs))
-    lin_slots = set(unknown_in)
-    linear_steps = []
-    for step in steps:
-        if kind[step.output] == "unknown":
-            lin_slots.add(step.output)
-            linear_steps.append(step)
-        else:
-            env[step.output] = _simplified_step(step, [*map(env.__getitem__, step.inputs)],
-                                                slots)
+    tape = _Linearizing()
+    outs, touts, tangents_in = _live_jvp(program, k, wrt, xs, tape)
+    linear = tape.linear
     with _simplifying():
-        cts = _pull_back(slots, linear_steps, lin_slots, env, outputs[n_out:], ws, unknown_in)
-    return [env[i] for i in outputs[:n_out]] + cts
+        steps = _folded_tape(tape, touts)
+        ct_env: dict[int, Any] = {}
+        for t, ct in zip(touts, ws):
+            if isinstance(t, Var) and t.id in linear:
+                ct_env[t.id] = add_any(ct_env.get(t.id), ct)
+        for var in reversed(steps):
+            ct = ct_env.pop(var.id, None)
+            if ct is None:
+                continue  # a symbolic zero: nothing flows back
+            op = var.creator
+            if op.primitive.transpose is None:
+                raise ValueError(f"cannot transpose: {op.primitive} is not linear, but the "
+                                 "program applies it to a linear input")
+            args = [UndefPrimal(a.aval) if a.id in linear else a for a in op.args]
+            cts = op.primitive.transpose(ct, *args, **op.params)
+            for a, c in zip(op.args, cts):
+                if c is not None and a.id in linear:
+                    ct_env[a.id] = add_any(ct_env.get(a.id), c)
+    cts_out = [ct_env[t.id] if t.id in ct_env else zeros(t.aval.shape) for t in tangents_in]
+    return outs + cts_out
 
 
-def _folded_in_order(jp: Program, known: Sequence[bool]
-                     ) -> tuple[list[Step], list[Slot], dict[int, str], list[int]] | None:
-    """The steps of ``fold_scalings(jp, known)`` in ``jp``'s order, without numbering the
-    folded program again: ``(steps, slots, kinds, outputs)``, ``None`` when that would
-    not give its order.
-
-    Each folded step comes where ``jp`` has it, after the new steps it reads; the steps
-    folding leaves unread stay (nothing reads them, so a pullback never reaches them).
-    A step equal to one written already, or to one ``jp`` has later, is that step (as
-    ``build`` shares them), at the earlier of the two places, and its readers read it.
-    The unknown steps are then in the order of :func:`fold_scalings`' program (its walk
-    from the outputs meets a fold's new known factors where it met the old ones, and its
-    unknown steps in the same order), which is the order the pullback sums cotangents
-    in. ``None`` when recording would fold a step of constants, or a step would read one
-    that ``jp`` has later and that is not a constant (which cannot be moved up).
+class _Linearizing:
+    """:func:`bind`'s hook while jvp rules run on live primal values: an operation that
+    reads a tangent (a linear Var) is recorded on :attr:`tape` as a linear Var, never
+    simplified or folded; any other is made at once, simplified (:func:`_rewritten_bind`).
     """
-    kind = slot_kinds(jp, known)
-    readers = _readers(jp)
-    folds = _scaling_folds(jp, kind, readers)
-    if folds is None:
-        return None
-    changed, slot_of = folds
-    if not changed:
-        return list(jp.steps), list(jp.slots), kind, list(jp.outputs)
-    slots = list(jp.slots)
-    producer = {step.output: step for step in jp.steps}
-    position = {step.output: n for n, step in enumerate(jp.steps)}
-    written = iter(graft(changed, slot_of, slots, producer))
-    memo = {(s.primitive, s.inputs, s.params): s.output for s in jp.steps
-            if s.output not in changed}
-    redirect: dict[int, int] = {}  # a slot -> the equal one the folded program keeps
-    done: set[int] = set()  # jp's steps moved up (written already)
-    steps: list[Step] = []
 
-    def write(step: Step, here: int) -> bool:
-        """Append ``step``, first moving up the constants it reads from later on; False
-        when it reads a later step that is not a constant."""
-        for i in step.inputs:
-            if position.get(i, -1) > here and i not in done:
-                if producer[i].primitive is not const_p or i in changed:
-                    return False
-                steps.append(producer[i])
-                done.add(i)
-        steps.append(step)
-        return True
+    def __init__(self) -> None:
+        self.linear: set[int] = set()  # ids of the linear Vars: tangent inputs and the tape's
+        self.tape: list[Var] = []  # linear Vars in the order they were made
 
-    def place(step: Step, here: int) -> bool:
-        """Write ``step`` (its inputs redirected) at ``here``, or share the equal step
-        that ``jp`` has (moved up when it comes later)."""
-        ins = tuple([redirect.get(i, i) for i in step.inputs])
-        key = (step.primitive, ins, step.params)
-        same = memo.setdefault(key, step.output)
-        if same == step.output:
-            return write(Step(step.primitive, ins, step.params, step.output), here)
-        redirect[step.output] = same
-        if position.get(same, -1) > here and same not in done:
-            done.add(same)
-            return write(Step(step.primitive, ins, step.params, same), here)
-        return True
-
-    for n, step in enumerate(jp.steps):
-        if step.output in done:
-            continue
-        if step.output not in changed:
-            if redirect and any([i in redirect for i in step.inputs]):
-                if not place(step, n):
-                    return None
-            else:
-                steps.append(step)
-            continue
-        while True:
-            out = next(written)
-            new = producer[out]
-            if not place(new, n):
-                return None
-            if out != step.output and out not in redirect:
-                found = [kind[redirect.get(i, i)] for i in new.inputs]
-                kind[out] = "unknown" if "unknown" in found else \
-                    "known" if "known" in found else "const"
-            if out == step.output:
+    def __call__(self, primitive: Any, args: Sequence[Var], aval: Slot, params: dict[str, Any],
+                 all_const: bool) -> Any:
+        linear = self.linear
+        for a in args:
+            if a.id in linear:
                 break
-    return steps, slots, kind, [redirect.get(i, i) for i in jp.outputs]
+        else:
+            return _rewritten_bind(primitive, args, aval, params, all_const)
+        var = Var(None, aval=aval, creator=Op(primitive, tuple(args), params))
+        linear.add(var.id)
+        self.tape.append(var)
+        return var
+
+
+def _live_jvp(program: Program, k: int | None, wrt: Sequence[int], xs: Sequence[Var],
+              tape: _Linearizing) -> tuple[list[Any], list[Any], list[Var]]:
+    """``program``'s outputs at ``xs`` and their tangents, the jvp rules run under
+    ``tape``; returns ``(outputs, tangents, tangent inputs)``."""
+    tangents_in = _tracers([frame_slot(program.slots[program.inputs[i]], k) for i in wrt])
+    tape.linear.update(t.id for t in tangents_in)
+    env: dict[int, Any] = dict(zip(program.inputs, xs))
+    tenv: dict[int, Any] = {program.inputs[i]: t for i, t in zip(wrt, tangents_in)}
+    frame = Frame(k)
+    slots, cols = program.slots, frame.cols
+    rewriting = REWRITING
+    previous = rewriting.hook
+    try:
+        for step in program.steps:
+            ins = step.inputs
+            args = [*map(env.__getitem__, ins)]
+            rewriting.hook = None  # the primal step is simplified as a step, plainly
+            out = env[step.output] = _simplified_step(step, args, slots)
+            tangents = [*map(tenv.get, ins)]
+            for t in tangents:
+                if t is not None:
+                    break
+            else:
+                continue  # no input has a tangent (compared by identity: Var's == is traced)
+            out_slot = slots[step.output]
+            if _is_float(out_slot.dtype):
+                rewriting.hook = tape
+                t_out = step.primitive.jvp(frame, args, tangents, out, **dict(step.params))
+                if t_out is not None:
+                    tenv[step.output] = _fit(t_out, out_slot.shape + cols)
+    finally:
+        rewriting.hook = previous
+    outs = [env[i] for i in program.outputs]
+    touts = [tenv[i] if i in tenv else zeros(frame_slot(slots[i], k).shape)
+             for i in program.outputs]
+    return outs, touts, tangents_in
+
+
+def _folded_tape(tape: _Linearizing, touts: Sequence[Any]) -> list[Var]:
+    """The linear Vars of ``tape`` that the tangents ``touts`` read, in the tape's order,
+    with chains of scalings folded as :func:`fold_scalings` folds them in a program.
+
+    ``neg(mul(div(u, a), b))`` with ``u`` linear and ``a``, ``b`` known becomes
+    ``mul(u, -(b / a))``: the folded Var is given the new creator (a linear Var is this
+    pass's own), the product of the factors is a known value made at once, and an
+    intermediate is folded away only when it has no other reader.
+    """
+    linear = tape.linear
+    readers: dict[int, int] = {}
+    live: set[int] = set()
+    for t in touts:
+        if isinstance(t, Var) and t.id in linear:
+            live.add(t.id)
+            readers[t.id] = readers.get(t.id, 0) + 1
+    kept = []
+    for var in reversed(tape.tape):
+        if var.id not in live:
+            continue  # a tangent no output reads
+        kept.append(var)
+        for a in var.creator.args:
+            if a.id in linear:
+                live.add(a.id)
+                readers[a.id] = readers.get(a.id, 0) + 1
+    kept.reverse()
+    steps: list[Var] = []
+    scaled: dict[int, tuple[Var, Any]] = {}  # linear Var id -> (linear base, known factor)
+    for var in kept:
+        op = var.creator
+        scaling = op.primitive.algebra.scaling
+        split = None if scaling is None else \
+            scaling([a.id in linear for a in op.args], list(op.args))
+        if split is None:
+            steps.append(var)
+            continue
+        u, factor = op.args[split[0]], split[1]
+        if u.id in scaled and readers[u.id] == 1:
+            base, inner = scaled[u.id]
+            factor = mul(inner, factor)
+        elif isinstance(factor, float) or (op.primitive is mul_p and split[0] == 0):
+            scaled[var.id] = (u, factor)  # already as it would be written: kept
+            steps.append(var)
+            continue
+        else:
+            base = u
+        made = len(tape.tape)
+        REWRITING.hook = tape  # the new scaling is linear: on the tape
+        try:
+            new = mul(base, factor)
+            if new.shape != var.aval.shape:
+                new = _fit(new, var.aval.shape)
+        finally:
+            REWRITING.hook = _rewritten_bind
+        if new.aval != var.aval or new.creator is None or new.id not in linear:
+            steps.append(var)  # not a scaling of the same slot: left as it is
+            continue
+        steps.extend(v for v in tape.tape[made:] if v is not new)
+        var.creator = new.creator
+        scaled[var.id] = (base, factor)
+        steps.append(var)
+    return steps
 
 
 def _rewritten_bind(primitive: Any, args: Sequence[Var], aval: Slot, params: dict[str, Any],
@@ -578,11 +618,11 @@ def _rewritten_bind(primitive: Any, args: Sequence[Var], aval: Slot, params: dic
     value); the binds a rewrite makes are plain ones."""
     if all_const or not _has_identities(primitive):
         return None
-    REWRITING.hook = None
+    hook, REWRITING.hook = REWRITING.hook, None
     try:
         return _rewrite(primitive, list(args), aval, params)
     finally:
-        REWRITING.hook = _rewritten_bind
+        REWRITING.hook = hook
 
 
 @contextlib.contextmanager
