@@ -21,7 +21,8 @@ Each run is asked for a projected-gradient norm ``‖P[x - g] - x‖₂`` of ``-
 (default 1e-6) times its value at x0, in the solver's own terms (tron: ``gtol`` on
 that norm; L-BFGS-B and trust-constr: ``gtol`` on the max-norm, scaled the same way;
 IPOPT: ``tol``), with ``--max-time`` seconds each (default 600). The table gives
-iterations, Hessian(-vector) products, wall time and the final projected-gradient
+iterations, Hessian(-vector) products, tron's incomplete Cholesky factorisations
+(``factors``), wall time and the final projected-gradient
 norm measured here with newtonad's gradient, relative to x0's. ``--json`` writes every
 run (default ``benchmarks/results/bounds_report.json``) for the docs' figures.
 
@@ -156,6 +157,7 @@ def run_one(solver: str, p: Any, obj: Any, pg0: float, rtol: float, max_time: fl
         return obj.hessp(x, v)
 
     setup = 0.0
+    nfactor = 0  # tron's incomplete Cholesky factorisations
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -171,6 +173,7 @@ def run_one(solver: str, p: Any, obj: Any, pg0: float, rtol: float, max_time: fl
                 return {"skipped": f"{type(exc).__name__}: {exc}"}
             x, nit = res.x, int(res.nit)
             nprod = int(getattr(res, "nhev", 0) or 0)
+            nfactor = int(res.get("nfactor", 0) or 0)
         elif solver == "L-BFGS-B":
             res = scipy.optimize.minimize(
                 obj.value_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds,
@@ -216,8 +219,8 @@ def run_one(solver: str, p: Any, obj: Any, pg0: float, rtol: float, max_time: fl
     fx, g = obj.value_and_grad(x)
     pg = projected_gradient_norm(x, np.asarray(g), bounds)
     message = str(res.message) if res is not None else str(stats.get("return_status"))
-    return {"nit": nit, "products": nprod, "time": elapsed, "setup": setup, "fun": float(fx),
-            "pg": pg, "pg_rel": pg / pg0 if pg0 > 0 else 0.0, "message": message,
+    return {"nit": nit, "products": nprod, "nfactor": nfactor, "time": elapsed, "setup": setup,
+            "fun": float(fx), "pg": pg, "pg_rel": pg / pg0 if pg0 > 0 else 0.0, "message": message,
             "nactive": (None if bounds is None else
                         int(np.count_nonzero((x <= bounds.lb) | (x >= bounds.ub))))}
 
@@ -283,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     turn = 0
     header = (f"{'problem':17s} {'n':>8s} {'solver':13s} {'nit':>6s} {'products':>9s} "
-              f"{'time s':>8s} {'pg/pg0':>9s}  f")
+              f"{'factors':>7s} {'time s':>8s} {'pg/pg0':>9s}  f")
     print(header)
     for size in (int(float(s)) for s in args.sizes):
         for name in args.problems:
@@ -293,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             f0, g0 = obj.value_and_grad(x0)          # warm-up: compiled before any timing
             obj.hessp(x0, np.ones_like(x0))
             obj.linearize_hessp(x0)(np.ones_like(x0))
+            obj.sparse_hess(x0)  # tron's preconditioner's Hessian (colouring, kernels)
             pg0 = projected_gradient_norm(x0, np.asarray(g0), p.bounds)
             solvers = [s for s in (BOUNDED_SOLVERS if p.bounds is not None else FREE_SOLVERS)
                        if args.solvers is None or s in args.solvers]
@@ -309,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     extra = f" (+{out['setup']:.1f} s setup)" if out["setup"] else ""
                     print(f"{name:17s} {p.n:8d} {solver:13s} {out['nit']:6d} "
-                          f"{out['products']:9d} {out['time']:8.2f} {out['pg_rel']:9.1e}  "
+                          f"{out['products']:9d} {out['nfactor']:7d} {out['time']:8.2f} "
+                          f"{out['pg_rel']:9.1e}  "
                           f"{out['fun']:.10g}{extra}", flush=True)
                 args.json.parent.mkdir(parents=True, exist_ok=True)
                 args.json.write_text(json.dumps({"rtol": args.rtol, "max_time": args.max_time,

@@ -10,13 +10,13 @@ of the projected path ``x(α) = P[x + α d]``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 from scipy.optimize import Bounds
 
 __all__ = ["parse_bounds", "project", "projected_gradient", "breakpoints", "free_mask",
-           "LOWER_ABOVE_UPPER", "WRONG_LENGTH"]
+           "neighbourhood", "LOWER_ABOVE_UPPER", "WRONG_LENGTH"]
 
 #: scipy's messages (``scipy.optimize._minimize._validate_bounds``)
 LOWER_ABOVE_UPPER = "An upper bound is less than the corresponding lower bound."
@@ -122,3 +122,51 @@ def breakpoints(x: np.ndarray, d: np.ndarray, lb: np.ndarray, ub: np.ndarray
         return np.inf, 0.0
     steps = steps[moving]
     return float(steps.min()), float(steps.max())
+
+
+def _neighbourhood_loop(indptr: np.ndarray, indices: np.ndarray, mask: np.ndarray,
+                        hops: int, out: np.ndarray) -> None:
+    """Breadth-first search from every variable of ``mask`` over the graph of a symmetric
+    CSR pattern, ``hops`` levels deep: ``out`` marks the variables reached, ``mask``'s
+    own included."""
+    n = mask.size
+    queue = np.empty(n, np.int64)
+    tail = 0
+    for i in range(n):
+        out[i] = mask[i]
+        if mask[i]:
+            queue[tail] = i
+            tail += 1
+    head = 0
+    for _ in range(hops):
+        stop = tail
+        if head == stop:
+            break
+        while head < stop:
+            i = queue[head]
+            head += 1
+            for t in range(indptr[i], indptr[i + 1]):
+                j = indices[t]
+                if not out[j]:
+                    out[j] = True
+                    queue[tail] = j
+                    tail += 1
+
+
+_KERNEL: list[Any] = []
+
+
+def neighbourhood(pattern: Any, mask: np.ndarray, hops: int,
+                  out: Optional[np.ndarray] = None) -> np.ndarray:
+    """The variables within ``hops`` edges of ``mask`` in the graph of the symmetric sparse
+    ``pattern`` (a CSR array: an edge ``i - j`` for each stored entry), ``mask`` included,
+    as a new boolean mask (or in ``out``). Compiled by numba; O(the edges of the
+    variables reached)."""
+    if not _KERNEL:
+        import numba
+
+        _KERNEL.append(numba.njit(cache=True, nogil=True)(_neighbourhood_loop))
+    result = np.empty(mask.size, dtype=np.bool_) if out is None else out
+    _KERNEL[0](pattern.indptr, pattern.indices, np.ascontiguousarray(mask, dtype=np.bool_),
+               int(hops), result)
+    return result
