@@ -28,16 +28,6 @@ _SCALAR_OPERATORS: dict[str, Callable[..., Any]] = {
 _F64_SCALAR = Slot((), "float64")
 
 
-def _impl(step: Any, slots: tuple[Slot, ...]) -> Callable[..., Any]:
-    """The function the evaluator calls for ``step``: a scalar operator where one gives
-    the ufunc's numbers, else the primitive's ``impl``."""
-    fast = _SCALAR_OPERATORS.get(step.primitive.name)
-    if fast is not None and slots[step.output] == _F64_SCALAR and \
-            all([slots[i] == _F64_SCALAR for i in step.inputs]):
-        return fast
-    return step.primitive.impl
-
-
 @functools.lru_cache(maxsize=512)
 def compile_program(program: Program):
     """Return ``run(*inputs) -> tuple of outputs`` for ``program``."""
@@ -53,15 +43,24 @@ def compile_program(program: Program):
             dead_at[n].append(i)
     # one pass per step of a long program: no work per step beyond the tuple. Steps of
     # one or two inputs and no params (most of them) are called without building an
-    # argument list: ``arity`` 1 or 2 reads ``a`` (and ``b``), 0 the general form.
+    # argument list: ``arity`` 1 or 2 reads ``a`` (and ``b``), 0 the general form; a
+    # step of float64 scalars with a scalar operator calls that operator.
     slots = program.slots
+    scalar = [s == _F64_SCALAR for s in slots]
+    operators = _SCALAR_OPERATORS
     plan = []
     for step, dead in zip(steps, dead_at):
-        ins, impl = step.inputs, _impl(step, slots)
-        arity = len(ins) if len(ins) in (1, 2) and not step.params else 0
-        plan.append((arity, impl, ins[0] if arity else ins, ins[-1] if arity else None,
-                     dict(step.params) if step.params else _NO_KWARGS, step.output,
-                     tuple(dead)))
+        ins, primitive, params = step.inputs, step.primitive, step.params
+        impl = primitive.impl
+        n = len(ins)
+        if params or n > 2 or n == 0:
+            plan.append((0, impl, ins, None, dict(params) if params else _NO_KWARGS,
+                         step.output, tuple(dead)))
+            continue
+        a, b = ins[0], ins[-1]
+        if scalar[step.output] and scalar[a] and scalar[b]:
+            impl = operators.get(primitive.name, impl)
+        plan.append((n, impl, a, b, _NO_KWARGS, step.output, tuple(dead)))
     inputs, outputs = program.inputs, program.outputs
     n_in, n_slots = len(inputs), len(program.slots)
 
@@ -82,6 +81,7 @@ def compile_program(program: Program):
                 env[i] = None
         return tuple(np.asarray(env[i]) for i in outputs)
 
+    run.impls = tuple(entry[1] for entry in plan)  # what each step calls, for inspection
     return run
 
 
