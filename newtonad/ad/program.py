@@ -113,7 +113,11 @@ def _feed_params(h: "hashlib.blake2b", value: Any) -> None:
 def _tagged(values: tuple) -> tuple:
     """``values`` with the type of every entry beside it, nested tuples included: ``1``,
     ``1.0`` and ``True`` are equal dictionary keys, but may give different dtypes."""
-    return tuple((v.__class__, _tagged(v) if v.__class__ is tuple else v) for v in values)
+    tagged = []  # a loop, not a generator: this runs on every step with params, nested
+    for v in values:
+        kind = v.__class__
+        tagged.append((kind, _tagged(v) if kind is tuple else v))
+    return tuple(tagged)
 
 
 #: Memoised shape rules: (primitive, input slots, tagged params) -> output slot. Shape
@@ -137,7 +141,12 @@ def output_slot(primitive: Any, in_slots: tuple[Slot, ...], params: Any) -> Slot
         if hit is not None:
             return hit
     items = tuple(params.items()) if isinstance(params, dict) else params
-    if not in_slots or any(v.__class__ is ArrayConst for _, v in items):
+    holds_array = False
+    for _, v in items:
+        if v.__class__ is ArrayConst:
+            holds_array = True
+            break
+    if not in_slots or holds_array:
         # constants: a cheap rule, and the cache must not keep their arrays alive
         return primitive.abstract_eval(*in_slots, **dict(items))
     try:
