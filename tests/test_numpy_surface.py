@@ -306,7 +306,8 @@ INDEX_KEYS = [True, False, (True, 0), (True, slice(None), 0), (0, True), (Ellips
               (slice(None), np.array([True, False, True])),
               (Ellipsis, np.array([True, False, True, True])),
               (None, [0, 1]), (0, None, [1, 2], slice(1, 3)), ((0, 1), 2), ([[0], [1]], [[0, 2]]),
-              (slice(None), np.array([True, False, True]), 1), (np.array([], dtype=int),)]
+              (slice(None), np.array([True, False, True]), 1), (np.array([], dtype=int),),
+              slice(1, None), slice(None, None, -1), slice(5, 1), slice(-3, None, 2), slice(None)]
 
 
 @pytest.mark.parametrize("key", INDEX_KEYS, ids=[str(i) for i in range(len(INDEX_KEYS))])

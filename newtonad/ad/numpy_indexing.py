@@ -103,6 +103,11 @@ def _check_mask_shape(x, key: tuple, j: int) -> None:
                              f"boolean axis is {m}")
 
 
+def _plain_bounds(key: slice) -> bool:
+    """Whether a slice's start, stop and step are Python ints or None."""
+    return all([b is None or b.__class__ is int for b in (key.start, key.stop, key.step)])
+
+
 @numpy_function()
 @implements_method("getitem")
 def getitem(x, key):
@@ -134,6 +139,11 @@ def getitem(x, key):
     >>> nnp.getitem(np.arange(6.0).reshape(2, 3), (slice(None), 1))
     array([1., 4.])
     """
+    if key.__class__ is slice and is_var(x) and _plain_bounds(key):
+        shape = shape_of(x)
+        if shape:  # x[a:b:c], the commonest index of a traced loop: one slice step
+            return st.slice_(x, (st.normalize_slice(key, shape[0]),)
+                             + tuple([(0, n, 1) for n in shape[1:]]))
     if not isinstance(key, tuple):
         key = (key,)
     _check_index_types(key)
