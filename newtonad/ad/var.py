@@ -483,9 +483,9 @@ def bind(primitive: Primitive, *args: Any, **params: Any) -> Any:
         vargs = args
     else:
         vargs = tuple(a if isinstance(a, Var) else _input_var(a, like) for a in args)
-        all_const = all(a.const for a in vargs)
-        all_valued = all(a.value is not None for a in vargs)
-    aval = output_slot(primitive, tuple(a.aval for a in vargs), params)
+        all_const = all([a.const for a in vargs])
+        all_valued = all([a.value is not None for a in vargs])
+    aval = output_slot(primitive, tuple([a.aval for a in vargs]), params)
     hook = REWRITING.hook
     if hook is not None:
         rewritten = hook(primitive, vargs, aval, params, all_const)
