@@ -90,6 +90,8 @@ def to_program(inputs: Sequence[Var], outputs: Sequence[Var], stop: int = -1
         slots.append(aval)
         return len(slots) - 1
 
+    new_step = tuple.__new__  # Step(...) without the named tuple's Python-level __new__
+
     def add_step(primitive: Primitive, in_slots: tuple[int, ...], params: dict, aval: Slot) -> int:
         key_params = tuple(sorted(params.items())) if params else ()
         key = (primitive, in_slots, key_params)
@@ -97,7 +99,7 @@ def to_program(inputs: Sequence[Var], outputs: Sequence[Var], stop: int = -1
         if out is None:
             slots.append(aval)
             out = len(slots) - 1
-            steps.append(Step(primitive, in_slots, key_params, out))
+            steps.append(new_step(Step, (primitive, in_slots, key_params, out)))
             memo[key] = out
         return out
 
