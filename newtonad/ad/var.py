@@ -482,7 +482,7 @@ def bind(primitive: Primitive, *args: Any, **params: Any) -> Any:
     if all_vars:
         vargs = args
     else:
-        vargs = tuple(a if isinstance(a, Var) else _input_var(a, like) for a in args)
+        vargs = tuple([a if isinstance(a, Var) else _input_var(a, like) for a in args])
         all_const = all([a.const for a in vargs])
         all_valued = all([a.value is not None for a in vargs])
     aval = output_slot(primitive, tuple([a.aval for a in vargs]), params)
