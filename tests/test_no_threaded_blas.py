@@ -69,3 +69,38 @@ def test_a_newton_solve_at_large_n_makes_no_blas_level_1_call(no_large_blas):
     x0 = np.tile([-1.2, 1.0], N // 2)
     res = nad.minimize(rosen, x0, method="trust-ncg", options={"maxiter": 5})
     assert res.nit == 5 and np.isfinite(res.fun)
+
+
+def one_row_constraint(x):
+    """A volume constraint written as a one-row matrix times x, squared."""
+    return np.sum((ONE_ROW @ x - 1.0) ** 2) + 0.5 * np.sum(x ** 2)
+
+
+ONE_ROW = np.cos(np.arange(N))[None, :] / N
+
+
+def test_a_one_row_matrix_product_is_a_dot_product_on_serial_loops():
+    """``A @ x`` with A of one row is a dot product (and its transpose a scaling): both
+    engines run it on serial loops, never on OpenBLAS's threads, with the same numbers."""
+    from newtonad.ad.engine.numba_engine import source as source_of
+    from newtonad.ad.primitives.linalg import is_vector_product
+    from newtonad.ad.transforms import hvp_program, value_and_grad_program
+
+    assert is_vector_product("ij,j->i", (1, N), (N,))
+    assert is_vector_product("i,ij->j", (1,), (1, N))  # the cotangent of x: a scaling
+    assert not is_vector_product("ij,j->i", (3, N), (N,))  # a real matrix: BLAS
+    assert not is_vector_product("ij,j->i", (1, 100), (100,))  # small: BLAS
+    x = np.linspace(-1.0, 1.0, N)
+    v = np.sin(np.arange(N))
+    r = ONE_ROW @ x - 1.0
+    grad = 2.0 * r[0] * ONE_ROW[0] + x
+    hv = 2.0 * (ONE_ROW[0] @ v) * ONE_ROW[0] + v
+    program = nad.trace(one_row_constraint, x)
+    for derived in (value_and_grad_program(program), hvp_program(program, None)):
+        assert "np.dot" not in source_of(derived)
+    for engine in ("numpy", "numba"):
+        value, g = nad.value_and_grad(one_row_constraint, engine=engine)(x)
+        assert value == pytest.approx(one_row_constraint(x), rel=1e-13)
+        np.testing.assert_allclose(g, grad, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(nad.hvp(one_row_constraint, x, v, engine=engine), hv,
+                                   rtol=1e-12, atol=1e-15)

@@ -2,13 +2,13 @@
 sparse (CSR) matrix products.
 
 Each runs on whole arrays (or, in a row-blocked region, on the block's views): an
-einsum that is one matrix product calls ``np.dot`` on 2-D views, any other einsum
-and the index steps are explicit loops (indices wrap and are bounds-checked as in
-``np.take``); a CSR product is the row loop of scipy's ``csr_matvec`` (its adjoint
-scatters each row into the output, as ``csc_matvec`` does). Entries are found by the
-primitive object (:data:`LOWERINGS`, whose keys are the engine's opaque primitives:
-:data:`.kinds.OPAQUE`). This module imports no planner or code generator module, so that
-:mod:`.kinds` can read the table.
+einsum that is one matrix product calls ``np.dot`` on 2-D views, any other einsum (and
+a dot or elementwise product written as one) and the index steps are explicit loops
+(indices wrap and are bounds-checked as in ``np.take``); a CSR product is the row loop
+of scipy's ``csr_matvec`` (its adjoint scatters each row into the output, as
+``csc_matvec`` does). Entries are found by the primitive object (:data:`LOWERINGS`,
+whose keys are the engine's opaque primitives: :data:`.kinds.OPAQUE`). This module
+imports no planner or code generator module, so that :mod:`.kinds` can read the table.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..primitives.linalg import einsum_p
+from ..primitives.linalg import einsum_p, is_vector_product
 from ..primitives.reductions import cumsum_p
 from ..primitives.sparse_matmul import sparse_matmul_p
 from ..primitives.structural import concatenate_p, gather_p, scatter_add_p
@@ -44,7 +44,11 @@ def einsum(at: Where, step: Step) -> list[Any]:
     a, b = step.inputs
     out = step.output
     sa, sb, so = _spec(step)
-    blas = _blas(at, a, b, sa, sb, so, out)
+    shapes = at.slots[a].shape, at.slots[b].shape
+    # a dot or elementwise product in a matrix product's clothes: serial loops, not BLAS
+    # threads (see is_vector_product)
+    blas = None if is_vector_product(f"{sa},{sb}->{so}", *shapes) else \
+        _blas(at, a, b, sa, sb, so, out)
     if blas is not None:
         return blas
     sizes = {c: n for subs, i in ((sa, a), (sb, b)) for c, n in zip(subs, at.slots[i].shape)}
