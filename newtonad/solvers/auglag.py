@@ -142,14 +142,7 @@ def _as_rows(constraint: Any, x0: np.ndarray) -> _Rows:
             matrix = A.tocsr()
         else:
             matrix = np.atleast_2d(np.asarray(A, dtype=float))
-        linear = _times(matrix)
-        if not issparse(matrix) and matrix.shape[0] == 1:
-            # one dense row (a volume, a budget) as a dot product: traced as (1, n) @ x its
-            # derivatives cost 12 ms a product at n = 1e5 (against 0.4 ms: 30 times the
-            # objective's on loaded-surface-volume), a matmul of that one shape the engine
-            # handles slowly ((3, n) @ x takes 0.7 ms)
-            linear = _dot_row(np.ascontiguousarray(matrix[0]))
-        return _Rows(linear, _broadcast(constraint.lb, m),
+        return _Rows(lambda x: matrix @ x, _broadcast(constraint.lb, m),
                      _broadcast(constraint.ub, m), constraint, matrix)
     if isinstance(constraint, NonlinearConstraint):
         cfun = constraint.fun
@@ -158,20 +151,6 @@ def _as_rows(constraint: Any, x0: np.ndarray) -> _Rows:
                      _broadcast(constraint.ub, m), constraint)
     raise TypeError(f"auglag takes NonlinearConstraint, LinearConstraint or dicts with "
                     f"'type' and 'fun'; got {type(constraint).__name__}")
-
-
-def _times(matrix: Any) -> Callable[[Any], Any]:
-    """``x -> matrix @ x``."""
-    def times(x: Any) -> Any:
-        return matrix @ x
-    return times
-
-
-def _dot_row(row: np.ndarray) -> Callable[[Any], Any]:
-    """``x -> [row @ x]``."""
-    def dot_row(x: Any) -> Any:
-        return np.stack([row @ x])
-    return dot_row
 
 
 def _flat(value: Any) -> Any:
