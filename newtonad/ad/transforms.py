@@ -113,30 +113,7 @@ def jvp_program(program: Program, k: int | None, wrt: Sequence[int] = (0,),
     same pass).
     """
     primals = _tracers(program.in_slots)
-    tangents_in = _tracers([frame_slot(program.slots[program.inputs[i]], k) for i in wrt])
-    env: dict[int, Any] = dict(zip(program.inputs, primals))
-    tenv: dict[int, Any] = {program.inputs[i]: t for i, t in zip(wrt, tangents_in)}
-    frame = Frame(k)  # every rule is told how its tangents are laid out
-    slots, cols = program.slots, frame.cols
-    for step in program.steps:
-        ins = step.inputs
-        args = [*map(env.__getitem__, ins)]
-        out = rebind(step, args, slots)
-        env[step.output] = out
-        tangents = [*map(tenv.get, ins)]
-        for t in tangents:
-            if t is not None:
-                break
-        else:
-            continue  # no input has a tangent (compared by identity: Var's == is traced)
-        out_slot = slots[step.output]
-        if _is_float(out_slot.dtype):
-            t_out = step.primitive.jvp(frame, args, tangents, out, **dict(step.params))
-            if t_out is not None:
-                tenv[step.output] = _fit(t_out, out_slot.shape + cols)
-    outs = [env[i] for i in program.outputs]
-    touts = [tenv[i] if i in tenv else zeros(frame_slot(program.slots[i], k).shape)
-             for i in program.outputs]
+    outs, touts, tangents_in = _jvp_values(program, k, wrt, primals)
     results = outs + touts
     return _build(primals + tangents_in, results if keep is None else [results[j] for j in keep])
 
@@ -459,7 +436,7 @@ def _pulled(program: Program, k: int | None, wrt: Sequence[int], xs: Sequence[Va
     recorded as a program.
     """
     tape = _Linearizing()
-    outs, touts, tangents_in = _live_jvp(program, k, wrt, xs, tape)
+    outs, touts, tangents_in = _jvp_values(program, k, wrt, xs, tape)
     linear = tape.linear
     with _simplifying():
         steps = _folded_tape(tape, touts)
@@ -508,15 +485,21 @@ class _Linearizing:
         return var
 
 
-def _live_jvp(program: Program, k: int | None, wrt: Sequence[int], xs: Sequence[Var],
-              tape: _Linearizing) -> tuple[list[Any], list[Any], list[Var]]:
-    """``program``'s outputs at ``xs`` and their tangents, the jvp rules run under
-    ``tape``; returns ``(outputs, tangents, tangent inputs)``."""
+def _jvp_values(program: Program, k: int | None, wrt: Sequence[int], primals: Sequence[Var],
+                tape: _Linearizing | None = None) -> tuple[list[Any], list[Any], list[Var]]:
+    """``program``'s outputs at ``primals`` and their tangents over frames of ``k``
+    columns; returns ``(outputs, tangents, tangent inputs)``.
+
+    Without ``tape`` every primal step is re-bound as it is (:func:`jvp_program` records
+    them all). With one, the primal steps are simplified as they are made and the jvp
+    rules run under ``tape``, which tapes the tangent operations (:func:`_pulled`).
+    """
     tangents_in = _tracers([frame_slot(program.slots[program.inputs[i]], k) for i in wrt])
-    tape.linear.update(t.id for t in tangents_in)
-    env: dict[int, Any] = dict(zip(program.inputs, xs))
+    if tape is not None:
+        tape.linear.update(t.id for t in tangents_in)
+    env: dict[int, Any] = dict(zip(program.inputs, primals))
     tenv: dict[int, Any] = {program.inputs[i]: t for i, t in zip(wrt, tangents_in)}
-    frame = Frame(k)
+    frame = Frame(k)  # every rule is told how its tangents are laid out
     slots, cols = program.slots, frame.cols
     rewriting = REWRITING
     previous = rewriting.hook
@@ -524,8 +507,12 @@ def _live_jvp(program: Program, k: int | None, wrt: Sequence[int], xs: Sequence[
         for step in program.steps:
             ins = step.inputs
             args = [*map(env.__getitem__, ins)]
-            rewriting.hook = None  # the primal step is simplified as a step, plainly
-            out = env[step.output] = _simplified_step(step, args, slots)
+            if tape is None:
+                out = rebind(step, args, slots)
+            else:
+                rewriting.hook = None  # the primal step is simplified as a step, plainly
+                out = _simplified_step(step, args, slots)
+            env[step.output] = out
             tangents = [*map(tenv.get, ins)]
             for t in tangents:
                 if t is not None:
@@ -534,7 +521,8 @@ def _live_jvp(program: Program, k: int | None, wrt: Sequence[int], xs: Sequence[
                 continue  # no input has a tangent (compared by identity: Var's == is traced)
             out_slot = slots[step.output]
             if _is_float(out_slot.dtype):
-                rewriting.hook = tape
+                if tape is not None:
+                    rewriting.hook = tape
                 t_out = step.primitive.jvp(frame, args, tangents, out, **dict(step.params))
                 if t_out is not None:
                     tenv[step.output] = _fit(t_out, out_slot.shape + cols)
