@@ -93,6 +93,18 @@ def is_vector_product(spec: str, shape_a: tuple[int, ...], shape_b: tuple[int, .
     times a vector took 18-54 ms instead of 0.04 ms. They run on serial loops instead
     (NumPy's own einsum loops; the numba engine's explicit loops).
 
+    Parameters
+    ----------
+    spec : str
+        The einsum's subscripts, ``"ab,b->a"`` (two operands).
+    shape_a, shape_b : tuple of int
+        The operands' shapes.
+
+    Returns
+    -------
+    bool
+        True for a dot or elementwise product of at least :data:`SERIAL_FROM` entries.
+
     Examples
     --------
     >>> is_vector_product("ij,j->i", (1, 100_000), (100_000,))
