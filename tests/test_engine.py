@@ -282,6 +282,9 @@ def test_structural_primitives():
     b.op("concatenate", x, b.op("exp", x), axis=0, out=True)
     b.op("concatenate", x, x, b.op("neg", x), axis=1, out=True)
     b.op("concatenate", f, f, axis=2, out=True)
+    b.op("roll", x, shift=1, axis=0, out=True)
+    b.op("roll", b.op("exp", f), shift=2, axis=1, out=True)
+    b.op("roll", f, shift=1, axis=2, out=True)
     assert_agree(b.build(), rng.normal(size=(4, 3)), rng.normal(size=(4, 3, 2)), rng.normal(size=3))
 
 

@@ -108,6 +108,8 @@ JVP_CASES: dict[str, list] = {
                  True)],
     "concatenate": [(lambda x: ew.sin(st.concatenate([x[:2], ew.square(x[2:]), x[:1]], 0)),
                      normal(5, 2), True)],
+    "roll": [(lambda x: ew.sin(st.roll(ew.square(x), 2, 1)), normal(3, 5), True),
+             (lambda x: st.roll(ew.sin(x), -1, 0) * x, normal(4), True)],
     "gather": [(lambda x: ew.sin(st.gather(x, IDX.reshape(2, 3), 1)), normal(2, 5), True)],
     "scatter_add": [(lambda x: ew.sin(st.scatter_add(x, IDX, 0, (5, 2))), normal(6, 2), True)],
     "einsum": [(lambda x: la.einsum("ij,jk->ik", st.reshape(x[:6], (2, 3)),
@@ -206,6 +208,8 @@ TRANSPOSE_CASES: dict[str, list] = {
     "unslice": [(lambda x: st.unslice(x, (5, 4), [(1, 5, 2), (0, 3, 1)]), [normal(2, 3)], [True])],
     "concatenate": [(lambda a, b, c: st.concatenate([a, b, c], 1),
                      [normal(2, 1), normal(2, 3), normal(2, 2)], [True, True, True])],
+    "roll": [(lambda x: st.roll(x, 3, 1), [normal(2, 5, 2)], [True]),
+             (lambda x: st.roll(x, 1, 0), [normal(4)], [True])],
     "gather": [(lambda x, i: st.gather(x, i, 1), [normal(2, 5), IDX.reshape(3, 2)], [True, False])],
     "scatter_add": [(lambda y, i: st.scatter_add(y, i, 0, (5, 2)), [normal(6, 2), IDX],
                      [True, False])],
@@ -370,3 +374,37 @@ def test_transforms_recognise_no_primitive_by_name():
         source = (ad / module).read_text()
         assert not re.search(r"primitive\.name\s*(==|!=|in\b)|name\s+in\s*\(|name\s*==\s*\"",
                              source), module
+
+
+# ---- rotations: np.roll and the concatenation of a periodic stencil --------------------------
+
+def _primitives_of(f, x):
+    return [s.primitive.name for s in trace_function(f, [_slot(x)]).program.steps]
+
+
+@pytest.mark.parametrize("f, shape", [
+    (lambda u: np.concatenate([u[-1:], u[:-1]]) * u, (6,)),          # left neighbour, periodic
+    (lambda u: np.concatenate([u[2:], u[:2]]) * u, (6,)),            # right neighbours
+    (lambda u: np.roll(u, 3) * u, (6,)),
+    (lambda u: np.concatenate([u[:, 4:], u[:, :4]], axis=1) * u, (3, 6)),  # a later axis
+])
+def test_a_rotation_written_as_slices_is_one_roll_step(f, shape):
+    x = normal(*shape)
+    names = _primitives_of(f, x)
+    assert names.count("roll") == 1 and "concatenate" not in names, names
+    assert np.array_equal(evaluate(trace_function(f, [_slot(x)]).program, x)[0], f(x))
+    check_jvp(f, x)
+    check_vjp_vs_jvp(f, x)
+
+
+@pytest.mark.parametrize("f", [
+    lambda u: np.concatenate([u[-1:], u[:-2]]),                  # an entry left out
+    lambda u: np.concatenate([u[:-1], u[-1:]]),                  # the array itself, in order
+    lambda u: np.concatenate([u[-2:], u[:-2:2]]),                # a strided piece
+    lambda u: np.concatenate([u[-1:], np.sin(u)[:-1]]),          # pieces of two arrays
+])
+def test_other_concatenations_of_slices_stay_concatenations(f):
+    x = normal(6)
+    names = _primitives_of(f, x)
+    assert "roll" not in names, names
+    assert np.array_equal(evaluate(trace_function(f, [_slot(x)]).program, x)[0], f(x))

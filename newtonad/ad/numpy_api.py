@@ -2,7 +2,7 @@
 
 Each function of the layer takes what its NumPy namesake takes (Vars, arrays, Python
 numbers) and writes it in primitives: ``np.mean`` is a sum and a division, ``np.dot`` and
-``np.matmul`` are einsums, ``np.roll`` is a concatenation of two slices, indexing is
+``np.matmul`` are einsums, ``np.roll`` is a rotation per axis, indexing is
 slicing plus a gather. Plain arrays in, plain NumPy out: with no Var among the
 arguments, ``bind`` evaluates directly. The functions live in modules by kind:
 

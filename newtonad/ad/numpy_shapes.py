@@ -1,8 +1,8 @@
 """NumPy's shape functions on traced arrays: reshaping, joining, flipping, array building.
 
 Each one is a structural primitive or a few (``reshape``, ``transpose``, ``broadcast_to``,
-``concatenate``, ``slice_``, ``gather``): ``np.stack`` is a concatenation of expanded
-arrays, ``np.roll`` a concatenation of two slices, ``np.tile`` a broadcast between two
+``concatenate``, ``slice_``, ``roll``, ``gather``): ``np.stack`` is a concatenation of
+expanded arrays, ``np.roll`` a rotation per axis, ``np.tile`` a broadcast between two
 reshapes. Also the arrays built from values: ``np.array`` of (lists of) traced values,
 ``zeros_like`` and friends, ``copy``.
 """
@@ -26,7 +26,6 @@ from .numpy_base import (
     normalize_axis,
     one_or_tuple,
     size_of,
-    take_range,
 )
 from .primitives import elementwise as ew
 from .primitives import structural as st
@@ -291,12 +290,7 @@ def roll(a, shift, axis=None):
         for s, ax in zip(shifts, axis):
             a = roll(a, int(s), ax)
         return a
-    axis = normalize_axis(axis, ndim_of(a))
-    n = shape_of(a)[axis]
-    s = int(shift) % n if n else 0
-    if s == 0:
-        return a
-    return st.concatenate([take_range(a, axis, n - s, n), take_range(a, axis, 0, n - s)], axis)
+    return st.roll(a, int(shift), normalize_axis(axis, ndim_of(a)))
 
 
 @numpy_function(np.tile)

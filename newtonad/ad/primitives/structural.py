@@ -210,7 +210,58 @@ concatenate_p = Primitive(
 
 def concatenate(xs, axis):
     xs = list(xs)
-    return xs[0] if len(xs) == 1 else concatenate_p(*xs, axis=int(axis))
+    if len(xs) == 1:
+        return xs[0]
+    rotation = _rotation(xs, int(axis))
+    if rotation is not None:
+        return roll(rotation[0], rotation[1], int(axis))
+    return concatenate_p(*xs, axis=int(axis))
+
+
+def _rotation(xs: list[Any], axis: int) -> tuple[Var, int] | None:
+    """``(x, s)`` when ``xs`` are ``x[n-s:]`` and ``x[:n-s]`` along ``axis`` (np.roll's
+    two pieces, or a periodic stencil's), else ``None``.
+
+    Written as a rotation, the step's tangent is one rotation instead of two slices and
+    a concatenation, and its transpose one rotation back instead of two slices, two
+    embeddings into zeros and a sum.
+    """
+    if len(xs) != 2:
+        return None
+    ops = [x.creator if isinstance(x, Var) else None for x in xs]
+    if ops[0] is None or ops[1] is None or ops[0].primitive is not slice_p \
+            or ops[1].primitive is not slice_p or ops[0].args[0] is not ops[1].args[0]:
+        return None
+    source = ops[0].args[0]
+    shape = shape_of(source)
+    pieces = []
+    for op in ops:
+        slices = op.params["slices"]
+        if len(slices) <= axis or slices[axis][2] != 1 or any(
+                s != (0, shape[a], 1) for a, s in enumerate(slices) if a != axis):
+            return None
+        pieces.append(slices[axis])
+    (head, head_stop, _), (tail, tail_stop, _) = pieces
+    n = shape[axis]
+    if head_stop == n and tail == 0 and tail_stop == head and 0 < head < n:
+        return source, n - head
+    return None
+
+
+# ---- roll: a rotation along one axis ---------------------------------------------------
+
+roll_p = Primitive(
+    "roll", impl=lambda x, *, shift, axis: np.roll(x, shift, axis),
+    shape=lambda x, *, shift, axis: x,
+    jvp=lambda frame, p, t, out, *, shift, axis: roll(t[0], shift, axis),
+    transpose=lambda ct, x, *, shift, axis: [roll(ct, -shift, axis)], kind="structural")
+
+
+def roll(x, shift: int, axis: int):
+    """``np.roll(x, shift, axis)`` of one axis (of ``x``'s leading ones in a frame)."""
+    n = shape_of(x)[axis]
+    s = int(shift) % n if n else 0
+    return x if s == 0 else roll_p(x, shift=s, axis=int(axis))
 
 
 # ---- gather (np.take along an axis) and scatter_add, its transpose -----------------------
