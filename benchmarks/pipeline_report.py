@@ -151,7 +151,7 @@ def make_recurrence(blocks: int = 40, stages: int = 50, width: int = 8
 #: kind -> (builder, traced steps per unit of its size parameter, smallest parameter)
 NONLOOP: dict[str, tuple[Callable[[int], tuple[Callable, np.ndarray]], float, int]] = {
     "rk4": (make_rk4_fit, 62.0, 2),
-    "burgers": (make_burgers, 17.0, 2),
+    "burgers": (make_burgers, 13.0, 2),
     "recurrence": (make_recurrence, 204.0, 1),
 }
 
