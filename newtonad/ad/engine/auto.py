@@ -26,13 +26,17 @@ Which tier runs a call is decided by counting calls, never by a clock: the two t
 round differently in the last bits, so a switch that came a few calls earlier or later
 would change every later iterate of a solve. A program is sent to the compiler at a
 call fixed by its modelled NumPy cost (:mod:`.tier_costs`), and switches at the call
-where its modelled NumPy time since then equals its modelled compile time. A kernel
-that is ready sooner waits for that call; at that call the caller waits for a kernel
-that is not ready yet (at most :data:`WAIT_SECONDS`, recorded as
-``Timings.handover_wait_seconds`` and logged to the ``newtonad`` logger). So a script
-gives the same bits on every run, cold or warm disk cache, quiet or busy machine. Only
-a compile that outlasts the wait, or fails, leaves its program on NumPy (the same on
-every run for a failure; logged as a warning for a wait).
+where its modelled NumPy time since then equals its modelled compile time — or, for an
+*expensive* program (a modelled call of :data:`EXPENSIVE_CALL_SECONDS` or more: large
+arrays), :data:`HANDOVER_SHARE` of it. A kernel that is ready sooner waits for that
+call; at that call a kernel already in the disk cache is loaded in this process (no
+worker needed: a program whose kernel is on disk when it is sent, once numba is
+imported here, is never sent to one), and otherwise the caller waits for the worker (at
+most :data:`WAIT_SECONDS`, recorded as ``Timings.handover_wait_seconds`` and logged to
+the ``newtonad`` logger). So a script gives the same bits on every run, cold or warm
+disk cache, quiet or busy machine. Only a compile that outlasts the wait, or fails,
+leaves its program on NumPy (the same on every run for a failure; logged as a warning
+for a wait).
 
 When the background compiler cannot run (``NEWTONAD_BACKGROUND=0``, no worker process
 can be started, the program cannot be sent to one), the program is compiled in the
@@ -60,6 +64,18 @@ Thresholds (measured on a shared 2-core machine, numba 0.68; see ``docs/performa
     or more.
 ``WAIT_SECONDS = 120``
     The longest a caller waits at a hand-over call (``NEWTONAD_TIER_WAIT_SECONDS``).
+``EXPENSIVE_CALL_SECONDS = 0.005``, ``HANDOVER_SHARE = 0.25``
+    A program whose modelled NumPy call takes 5 ms or more hands over after a quarter of
+    its modelled compile time. Such programs are called a few times per solve (at
+    n = 1e5 the augmented Lagrangian's sparse-Hessian frame of chained Rosenbrock with
+    trig-exp constraints: 7 calls of 75-190 ms in a 1-3 s solve), so with the whole
+    compile time they never switched, even with their kernels in the disk cache, where
+    they load in 20-50 ms: that solve took 1.09 s the second time in a process, 0.46 s
+    with the share. The price is paid when the kernel is not on disk: the caller waits
+    at the hand-over call for the rest of the compile (that problem's first solve in a
+    process with an empty cache: 2.8 s before, 13-15 s with the share; the next run
+    finds the kernels). ``NEWTONAD_TIER_EXPENSIVE_SECONDS``,
+    ``NEWTONAD_TIER_HANDOVER_SHARE`` (1: the whole compile time, as for other programs).
 
 Each is read from the environment at import: ``NEWTONAD_TIER_CALLS``,
 ``NEWTONAD_TIER_SECONDS``, ``NEWTONAD_TIER_MAX_STEPS``.
@@ -70,6 +86,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import sys
 import threading
 import time
 import warnings
@@ -90,6 +107,12 @@ SUBMIT_SECONDS = float(os.environ.get("NEWTONAD_TIER_SECONDS", "0.05"))
 MAX_STEPS = int(os.environ.get("NEWTONAD_TIER_MAX_STEPS", "100000"))
 #: Seconds a caller waits at a hand-over call for a kernel that is not ready.
 WAIT_SECONDS = float(os.environ.get("NEWTONAD_TIER_WAIT_SECONDS", "120"))
+#: Modelled seconds of one NumPy call from which a program is *expensive*: it hands over
+#: after :data:`HANDOVER_SHARE` of its modelled compile time, not all of it.
+EXPENSIVE_CALL_SECONDS = float(os.environ.get("NEWTONAD_TIER_EXPENSIVE_SECONDS", "0.005"))
+#: The share of its modelled compile time an expensive program spends on NumPy after it
+#: was sent (``NEWTONAD_TIER_HANDOVER_SHARE``).
+HANDOVER_SHARE = float(os.environ.get("NEWTONAD_TIER_HANDOVER_SHARE", "0.25"))
 #: Calls from sending a program to its hand-over; ``None``: from the cost models. (A test
 #: sets 1, to switch at the call after the one that sent it.)
 HANDOVER_CALLS: int | None = None
@@ -104,6 +127,7 @@ QUEUED = "queued"      # on NumPy, its kernel compiled in the background until t
 READY = "ready"        # switched: the runners run the compiled kernel
 NUMPY = "numpy"        # on NumPy for good (no numba lowering, a failed compile)
 IN_PROCESS = "in-process"  # on NumPy until the hand-over call, then compiled in this process
+CACHED = "cached"      # on NumPy until the hand-over call, then loaded from the disk cache
 
 
 class Tier:
@@ -113,7 +137,8 @@ class Tier:
     ----------
     program : Program
     state : str
-        ``"cold"``, ``"queued"``, ``"ready"``, ``"numpy"`` or ``"in-process"``.
+        ``"cold"``, ``"queued"``, ``"cached"``, ``"ready"``, ``"numpy"`` or
+        ``"in-process"``.
     cost : float
         Modelled seconds of one NumPy call (:func:`.tier_costs.numpy_seconds`).
     work : float
@@ -172,10 +197,19 @@ class Tier:
     def due(self) -> bool:
         """Whether the next call is the hand-over call of a program sent to be compiled."""
         return (self.handover is not None and self.calls + 1 >= self.handover
-                and self.state in (QUEUED, IN_PROCESS))
+                and self.state in (QUEUED, IN_PROCESS, CACHED))
 
     def hand_over(self) -> None:
         """At the hand-over call: switch to the kernel, waiting for it if need be."""
+        if self.state == QUEUED and not self._outcome.is_set() and self._load_cached():
+            from . import background
+
+            background.withdraw(self)  # on disk already: no wait for the worker
+            return
+        if self.state == CACHED and self._load_cached():
+            return
+        if self.state == CACHED:  # the entry went away (or does not load): compile it here
+            self.state = IN_PROCESS
         if self.state == QUEUED and not self._outcome.is_set():
             self._wait()
         if self.state == IN_PROCESS:
@@ -190,6 +224,24 @@ class Tier:
                          "within %g s of its hand-over call (a busy machine?); results "
                          "may differ in the last bits from a run where it was",
                          len(self.program.steps), WAIT_SECONDS)
+
+    def _load_cached(self) -> bool:
+        """Switch to the kernel in the disk cache, loaded in this process; ``False`` when
+        it is not there (the same kernel a worker or an in-process compile would give)."""
+        from . import background
+        from .numba_engine import load_cached
+
+        start = time.perf_counter()
+        try:
+            with background.numba_in_use():
+                runner = load_cached(self.program)
+        except Exception:  # noqa: BLE001  (a damaged entry: the worker or a compile repairs it)
+            runner = None
+        if runner is None:
+            return False
+        self.compiled, self.state = runner, READY
+        record(switches=1, handover_seconds=time.perf_counter() - start)
+        return True
 
     def _wait(self) -> None:
         self.waiting = True
@@ -229,6 +281,13 @@ class Tier:
         if HANDOVER_CALLS is not None:
             return HANDOVER_CALLS
         seconds = tier_costs.compile_seconds(self.program)
+        if self.cost >= EXPENSIVE_CALL_SECONDS:
+            # Few calls of such a program make a solve (at n = 1e5 a sparse-Hessian frame
+            # is called 7 times in a 1 s solve), so waiting a whole compile time on NumPy
+            # means never switching while its kernel sits in the disk cache, where it
+            # loads in milliseconds. The price: without that entry, the caller may wait
+            # at the hand-over call for the rest of the compile.
+            seconds *= HANDOVER_SHARE
         return max(1, math.ceil(seconds / max(self.cost, 1e-9)))
 
     def _submit(self) -> None:
@@ -237,6 +296,11 @@ class Tier:
                 return
             self.state = QUEUED
             self.handover = self.calls + self._handover_calls()
+        if _on_disk(self.program):
+            self.state = CACHED  # loaded here at the hand-over call: no worker needed
+            _log.debug("a %d-step program's kernel is in the disk cache: loaded at call %d",
+                       len(self.program.steps), self.handover)
+            return
         _log.debug("a %d-step program sent to the background compiler at call %d; it "
                    "switches to the kernel at call %d", len(self.program.steps), self.calls,
                    self.handover)
@@ -323,6 +387,24 @@ class _Runner:
         return fn
 
 
+def _on_disk(program: Program) -> bool:
+    """Whether the disk cache has ``program``'s kernel for this process's lowering options.
+
+    Asked only once numba is imported (the solvers' vector kernels import it at large
+    sizes): importing it just to look would cost a solve that ends before its hand-over
+    0.3-0.8 s. Where the kernel comes from never changes the call that switches to it.
+    """
+    if "numba" not in sys.modules:
+        return False
+    try:
+        from .numba_cache import meta_path
+        from .options import LoweringOptions
+
+        return meta_path(program, LoweringOptions.current()).is_file()
+    except Exception:  # noqa: BLE001  (any doubt: let the worker find out)
+        return False
+
+
 _prewarmed = False
 
 
@@ -390,4 +472,5 @@ def compile_auto(program: Program) -> Callable[..., tuple]:
 
 register("auto", compile_auto)
 
-__all__ = ["MAX_STEPS", "WAIT_SECONDS", "SUBMIT_CALLS", "SUBMIT_SECONDS", "Tier", "compile_auto"]
+__all__ = ["EXPENSIVE_CALL_SECONDS", "HANDOVER_SHARE", "MAX_STEPS", "WAIT_SECONDS",
+           "SUBMIT_CALLS", "SUBMIT_SECONDS", "Tier", "compile_auto"]

@@ -570,6 +570,21 @@ def tracking(tier: Tier) -> bool:
         return current.current is tier or any(j.tier() is tier for j in current.pending)
 
 
+def withdraw(tier: Tier) -> None:
+    """Forget ``tier``'s queued program (its kernel was found elsewhere); one being
+    compiled finishes, and its runner is then ignored."""
+    current = _COMPILER
+    if current is not None and current.pid == os.getpid():
+        with current.lock:
+            current.pending = [j for j in current.pending if j.tier() is not tier]
+            current.lock.notify_all()
+
+
+def numba_in_use() -> Any:
+    """The lock held while numba loads a kernel here (a fork meanwhile would copy it held)."""
+    return _NUMBA_IN_USE
+
+
 def hurry() -> None:
     """A caller waits at a hand-over call: let the manager pick its program next."""
     current = _COMPILER
@@ -627,4 +642,5 @@ if hasattr(os, "register_at_fork"):
                         after_in_child=_forget_after_fork)
 
 __all__ = ["ENV_VAR", "LOG_ENV", "Compiler", "activity", "compiler", "dumps_program", "enabled",
-           "hurry", "loads_program", "tracking", "prewarm", "serve", "shutdown", "submit", "wait"]
+           "hurry", "loads_program", "numba_in_use", "tracking", "prewarm", "serve", "shutdown",
+           "submit", "wait", "withdraw"]
