@@ -344,7 +344,7 @@ def jacobian_patterns(program: Program, wrt: int = 0,
 
 def jacobian_pattern(program: Program) -> Any:
     """The pattern of output 0 with respect to input 0 (``y.size x x.size``)."""
-    return jacobian_patterns(program, 0)[0]
+    return jacobian_patterns(program, 0, None)[0]  # the key jacobian_sparsity uses: one entry
 
 
 @functools.lru_cache(maxsize=128)
