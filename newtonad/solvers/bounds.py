@@ -52,7 +52,8 @@ def parse_bounds(bounds: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     ------
     ValueError
         If a lower bound is above its upper bound or the number of bounds is not
-        ``n`` (scipy's messages), or a bound is nan.
+        ``n`` (scipy's messages), or a bound is nan, or a lower bound is ``+inf`` or an
+        upper bound ``-inf``.
     """
     if bounds is None:
         return np.full(n, -np.inf), np.full(n, np.inf)
@@ -68,6 +69,11 @@ def parse_bounds(bounds: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
                          f"inf (or None in a pair) for a variable without that bound")
     if np.any(ub < lb):
         raise ValueError(LOWER_ABOVE_UPPER)
+    if np.any(lb == np.inf) or np.any(ub == -np.inf):
+        # no finite point satisfies it: x0 would be projected onto inf
+        raise ValueError("bounds have a lower bound of +inf or an upper bound of -inf, which "
+                         "no finite point satisfies; use -inf / inf (or None in a pair) for "
+                         "a variable without that bound")
     try:
         lb = np.broadcast_to(lb.reshape(-1) if lb.ndim > 1 else lb, (n,))
         ub = np.broadcast_to(ub.reshape(-1) if ub.ndim > 1 else ub, (n,))

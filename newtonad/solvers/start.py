@@ -92,7 +92,9 @@ def clipped_start(x0: np.ndarray, bounds: Any) -> np.ndarray:
     """``x0`` clipped into ``bounds``, as the bounded scipy methods do before starting.
 
     Bounds scipy would refuse (wrong length, lower above upper) leave ``x0`` as it is:
-    scipy then raises its own error.
+    scipy then raises its own error. A nan bound is no bound, as L-BFGS-B and TNC read
+    it (``np.clip`` would make the entry nan, and the start check would blame the
+    objective); trust-constr then raises its own error.
     """
     if bounds is None:
         return x0
@@ -102,6 +104,8 @@ def clipped_start(x0: np.ndarray, bounds: Any) -> np.ndarray:
         return x0
     if np.any(ub < lb):
         return x0
+    lb = np.where(np.isnan(lb), -np.inf, lb)
+    ub = np.where(np.isnan(ub), np.inf, ub)
     return np.clip(x0.reshape(-1), lb, ub).reshape(x0.shape)
 
 
