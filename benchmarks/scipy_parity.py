@@ -14,7 +14,8 @@ The report lists, per method, every problem where newtonad needs more than
 ``--factor`` (default 2) times scipy's iterations or time while scipy's run succeeds,
 and every problem where scipy succeeds and newtonad does not; then the geometric
 means of the ratios. ``--json`` writes every run (default
-``benchmarks/results/scipy_parity.json``).
+``benchmarks/results/scipy_parity.json`` for a full run; a ``--quick`` run or a subset
+of problems or methods writes none unless given, so it cannot overwrite the saved one).
 
 Run::
 
@@ -190,18 +191,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--problems", nargs="+", default=None, help="problem names (all)")
     parser.add_argument("--maxiter", type=int, default=5000)
     parser.add_argument("--factor", type=float, default=2.0)
-    parser.add_argument("--json", type=Path, default=HERE / "results" / "scipy_parity.json")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="default results/scipy_parity.json for a full run; a --quick "
+                             "run or a subset of problems or methods writes none unless given")
     args = parser.parse_args(argv)
     n = 100 if args.quick else args.n
-    args.json.parent.mkdir(parents=True, exist_ok=True)
+    full = not args.quick and args.problems is None and set(args.methods) == set(METHODS)
+    if args.json is None and full:
+        args.json = HERE / "results" / "scipy_parity.json"
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
     rows = run(args.problems, args.methods, n, args.maxiter, partial=args.json)
     print(report(rows, args.factor))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"n": n, "maxiter": args.maxiter, "factor": args.factor,
-                                     "summary": summary(rows),
-                                     "behind": findings(rows, args.factor), "runs": rows},
-                                    indent=1, default=float))
-    print(f"wrote {args.json}", file=sys.stderr)
+    if args.json is not None:
+        args.json.write_text(json.dumps({"n": n, "maxiter": args.maxiter,
+                                         "factor": args.factor, "summary": summary(rows),
+                                         "behind": findings(rows, args.factor),
+                                         "runs": rows}, indent=1, default=float))
+        print(f"wrote {args.json}", file=sys.stderr)
     return 0
 
 
