@@ -5,7 +5,8 @@ Fused into loop nests: elementwise primitives (one scalar expression each, see
 reductions (each one's :class:`~..primitives.reductions.Reduction` record); run as one
 step on whole arrays (*opaque*, the keys of :data:`.opaque_lowering.LOWERINGS`):
 contractions, gathers, scatters, cumulative sums, concatenations and sparse (CSR)
-matrix products. A primitive in none of these tables is not lowered (the engine runs its
+matrix products. Rotations (``roll``) are written as two shifted copies before planning
+(:mod:`.rolls`). A primitive in none of these tables is not lowered (the engine runs its
 program on the NumPy evaluator).
 """
 
@@ -21,7 +22,7 @@ from .opaque_lowering import LOWERINGS
 P = REGISTRY  # name -> primitive object (importing the package registers every family)
 
 ADD, MUL, CONVERT = P["add"], P["mul"], P["convert"]
-CONST, RESHAPE, UNSLICE = P["const"], P["reshape"], P["unslice"]
+CONST, RESHAPE, UNSLICE, ROLL = P["const"], P["reshape"], P["unslice"], P["roll"]
 BROADCAST_TO, SLICE, TRANSPOSE = P["broadcast_to"], P["slice"], P["transpose"]
 REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN = (P["reduce_sum"], P["reduce_prod"],
                                                    P["reduce_max"], P["reduce_min"])
@@ -39,7 +40,7 @@ class _Supported(Set):
     """The primitives this engine lowers: a live view, reading :data:`REDUCTIONS` when
     asked, so a reduction registered later is lowered too."""
 
-    _fixed = ELEMENTWISE | INDEXING | OPAQUE | {CONST, RESHAPE, UNSLICE}
+    _fixed = ELEMENTWISE | INDEXING | OPAQUE | {CONST, RESHAPE, UNSLICE, ROLL}
 
     def __contains__(self, primitive: Any) -> bool:
         return primitive in self._fixed or primitive in REDUCTIONS

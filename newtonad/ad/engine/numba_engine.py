@@ -79,13 +79,15 @@ def lower(program: Program, options: LoweringOptions | None = None) -> Kernel:
     """
     from .numba_codegen import generate
     from .numba_plan import make_plan
+    from .rolls import rolls_as_shifted_copies
     from .row_blocks import form_regions
 
     options = options or LoweringOptions.current()
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20000))  # fused chains are walked recursively
     try:  # plan, then group row-blocked regions, then generate
-        return generate(form_regions(make_plan(program), options), options)
+        plan = make_plan(rolls_as_shifted_copies(program))
+        return generate(form_regions(plan, options), options)
     finally:
         sys.setrecursionlimit(limit)
 

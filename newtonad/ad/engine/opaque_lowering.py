@@ -1,5 +1,5 @@
 """Opaque steps as loop IR: contractions, gathers, scatters, cumulative sums, concatenation,
-rotations, sparse (CSR) matrix products.
+sparse (CSR) matrix products.
 
 Each runs on whole arrays (or, in a row-blocked region, on the block's views): an
 einsum that is one matrix product calls ``np.dot`` on 2-D views, any other einsum (and
@@ -20,7 +20,7 @@ import numpy as np
 from ..primitives.linalg import einsum_p, is_vector_product
 from ..primitives.reductions import cumsum_p
 from ..primitives.sparse_matmul import sparse_matmul_p
-from ..primitives.structural import concatenate_p, gather_p, roll_p, scatter_add_p
+from ..primitives.structural import concatenate_p, gather_p, scatter_add_p
 from ..program import Step
 from .loop_ir import For, If, Line, Text
 from .matmul_forms import matmul_form
@@ -231,23 +231,6 @@ def concatenate(at: Where, step: Step) -> list[Any]:
     return lines
 
 
-def roll(at: Where, step: Step) -> list[Any]:
-    """``np.roll`` along one axis: the two pieces copied to their places."""
-    (x,), out = step.inputs, step.output
-    axis, shift = step.kwargs["axis"], step.kwargs["shift"]
-    shape = at.slots[x].shape
-    A = int(np.prod(shape[:axis], dtype=np.int64))
-    B = int(np.prod(shape[axis + 1:], dtype=np.int64))
-    keep = shape[axis] - shift
-    names = ("og", "e0", "e1", "e2", "xg")
-    return [Line(f"og = {_three(at, out, axis)}", (f"b{out}",), ("og",)),
-            Line(f"xg = {_three(at, x, axis)}", (f"b{x}",), ("xg",)),
-            *_loops([("e0", A), ("e1", keep), ("e2", B)],
-                    [Line(f"og[e0, e1 + {shift}, e2] = xg[e0, e1, e2]", names)]),
-            *_loops([("e0", A), ("e1", shift), ("e2", B)],
-                    [Line(f"og[e0, e1, e2] = xg[e0, e1 + {keep}, e2]", names)])]
-
-
 def sparse_matmul(at: Where, step: Step) -> list[Any]:
     """``A @ x`` by rows of the CSR arrays; ``A.T @ x`` (adjoint) scatters each row's
     entries into the output. Trailing axes of ``x`` (right-hand sides, frame columns)
@@ -291,6 +274,6 @@ def sparse_matmul(at: Where, step: Step) -> list[Any]:
 
 #: Primitive -> lowering of one opaque step; its keys are :data:`.kinds.OPAQUE`.
 LOWERINGS = {einsum_p: einsum, gather_p: gather, scatter_add_p: scatter_add, cumsum_p: cumsum,
-             concatenate_p: concatenate, roll_p: roll, sparse_matmul_p: sparse_matmul}
+             concatenate_p: concatenate, sparse_matmul_p: sparse_matmul}
 
 __all__ = ["LOWERINGS", "summed_einsum"]
