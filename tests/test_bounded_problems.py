@@ -365,3 +365,23 @@ def test_benchmark_casadi_forms_match(name):
     from benchmarks.bounds_report import check_casadi
 
     assert check_casadi(name) <= 1e-13
+
+
+def test_obstacle_minimiser_steepens_at_the_corners_as_the_grid_is_refined():
+    """Why obstacle's Newton iterations grow with n (the problem's notes): the minimiser's
+    slope is unbounded at the obstacle's corners and bounded elsewhere, so each finer
+    grid resolves a steeper, more nonlinear surface there."""
+    steepest, typical = [], []
+    for m in (30, 60):
+        p = problems.get("obstacle", n=m * m)
+        res = nad.minimize(p.fun, p.x0, method="tron", bounds=p.bounds,
+                           options=dict(gtol=1e-9))
+        assert res.success
+        slopes = np.abs(np.diff(res.x.reshape(m, m), axis=1)) * (m + 1)
+        j, i = np.unravel_index(np.argmax(slopes), slopes.shape)
+        corner = np.array([(j + 1), (i + 1.5)]) / (m + 1)   # node row, midpoint column
+        assert min(np.abs(corner - 0.25).max(), np.abs(corner - 0.75).max()) < 2.0 / (m + 1)
+        steepest.append(slopes.max())
+        typical.append(np.percentile(slopes, 99))
+    assert steepest[1] > 1.25 * steepest[0]      # about sqrt(2) per halving of h
+    assert typical[1] < 1.1 * typical[0]         # bounded away from the corners
