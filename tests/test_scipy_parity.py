@@ -72,3 +72,27 @@ def test_newton_cg_stops_at_the_noise_floor(rank_one):
         ours = nad.minimize(obj, p.x0, method="newton-cg", options={"maxiter": MAXITER})
     assert ours.nit <= 2 * max(theirs.nit, 1), (ours.nit, theirs.nit, ours.message)
     assert ours.status == 2 and ours.fun == pytest.approx(theirs.fun, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["linear-rank-1", "linear-rank-1-zero"])
+def test_newton_cg_noise_floor_at_n_1000(name):
+    """At n = 1000 the gradient at the minimum is noise of size eps |H| |x| (hundreds to
+    thousands) that still falls by any factor from one step to the next, so a test on
+    the gradient alone stops late (5 iterations against scipy's 2); the native method
+    stops on the first step that leaves both f and x where they were to rounding."""
+    n = 1000
+    p = problems.get(name, n)
+    obj = nad.Objective(p.fun)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = scipy_minimize(obj.fun, p.x0, jac=obj.jac, hessp=obj.hessp,
+                                method="newton-cg", options={"maxiter": MAXITER})
+        ours = nad.minimize(obj, p.x0, method="newton-cg", options={"maxiter": MAXITER})
+    assert ours.nit <= 2 * max(theirs.nit, 1), (ours.nit, theirs.nit, ours.message)
+    assert ours.status == 2 and not ours.success
+    m = 2 * n
+    fstar = (m * (m - 1) / (2 * (2 * m + 1)) if name == "linear-rank-1"
+             else (m * m + 3 * m - 6) / (2 * (2 * m - 3)))
+    assert ours.fun == pytest.approx(fstar, rel=1e-14)
+    # scipy's success is its step test at the noise floor, not a stationary point
+    assert theirs.success and np.linalg.norm(theirs.jac) > 1e-5

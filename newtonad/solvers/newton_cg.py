@@ -146,7 +146,10 @@ def minimize_newton_cg(problem: FlatProblem, x0: np.ndarray, *, gtol: Optional[f
     gtol : float, optional
         Stop when the Euclidean norm of the gradient is below this: 1e-5 by
         default, 0 when ``xtol`` is given, so that a caller who sets scipy's
-        option gets scipy's stopping rule, which has no gradient test.
+        option gets scipy's stopping rule, which has no gradient test. Without
+        ``xtol`` the run also ends, with status 2, on a step that leaves ``f`` and
+        ``x`` as they were to rounding (where a singular Hessian's gradient is
+        noise above ``gtol``: see :func:`_stalled`).
     xtol : float, optional
         scipy's test: stop when the step's 1-norm is at most ``n * xtol``.
         Off by default: that test stops scipy's Newton-CG far from the minimum
@@ -258,11 +261,8 @@ def _newton_cg_loop(problem: FlatProblem, x0: np.ndarray, monitor: Monitor,
         alpha, x_new, f_new, g_new = found
         step_norm = alpha * norm(step.p)
         x, f, f_prev, g = x_new, f_new, f, g_new
-        # no decrease of f above its rounding and |g| within 10%: rounding noise (a
-        # singular Hessian's noise floor above gtol), which gtol alone never ends
         gnorm, g_before = norm(g), gnorm
-        stalled = (f_prev - f <= 10.0 * _EPS * max(1.0, abs(f_prev))
-                   and gnorm >= 0.9 * g_before)
+        stalled = _stalled(f_prev, f, step_norm, x, gnorm, g_before)
         status = monitor.iteration(k, x, f, gnorm, step_norm, step.iterations)
         if status is Status.CALLBACK:
             break
@@ -273,6 +273,44 @@ def _newton_cg_loop(problem: FlatProblem, x0: np.ndarray, monitor: Monitor,
         elif stalled:
             status = Status.NO_PROGRESS
     return monitor.result(status, x, f, g, k)
+
+
+def _stalled(f_before: float, f: float, step_norm: float, x: np.ndarray, gnorm: float,
+             g_before: float) -> bool:
+    """Whether an accepted step left ``f`` where it was to rounding: the end of the run.
+
+    scipy's Newton-CG stops when the step's 1-norm is at most ``n * xtol``, an absolute
+    length that ends badly scaled problems far from a stationary point; this is the
+    test at the level of rounding instead. A decrease of ``f`` of at most
+    ``10 ε max(1, |f|)`` is no decrease that can be measured, and then the step says
+    which kind of point this is:
+
+    * a step of at most ``10 ε ‖x‖`` moved ``x`` by a few units in its last place:
+      the Newton direction is at the rounding of ``x``, so no later step can move it
+      either (a singular Hessian's noise floor: there ``‖g‖`` is ``ε ‖H‖ ‖x‖``-sized
+      noise above ``gtol`` that still falls or rises by any factor from step to step,
+      so that the gradient says nothing);
+    * a longer step that did not lower ``‖g‖`` by 10% either: rounding noise along a
+      direction where ``f`` is flat.
+
+    A step that lowers ``f`` by more than its rounding, or moves ``x`` by more than its
+    rounding and lowers ``‖g‖`` by 10% or more (Newton's fast phase on a problem whose
+    ``f`` is flat to rounding near its minimum), never ends the run here.
+
+    Parameters
+    ----------
+    f_before, f : float
+        ``f`` before and after the step.
+    step_norm : float
+        Euclidean length of the step taken.
+    x : ndarray
+        The point after the step.
+    gnorm, g_before : float
+        ``‖g‖`` after and before the step.
+    """
+    if f_before - f > 10.0 * _EPS * max(1.0, abs(f_before)):
+        return False
+    return gnorm >= 0.9 * g_before or step_norm <= 10.0 * _EPS * norm(x)
 
 
 def _unit_step(problem: FlatProblem, x: np.ndarray, f: float, g: np.ndarray, p: np.ndarray,
