@@ -8,12 +8,25 @@ same ``nad.Objective`` (engine ``numba``), so both see the same derivatives at t
 same cost. The two
 runs alternate which goes first from one problem to the next (interleaved), after one
 warm-up evaluation of the derivatives at x0 (compilation is not timed). Both get the
-same ``maxiter`` (``--maxiter``, default 5000; scipy's own default is 200 n).
+same ``maxiter`` (``--maxiter``, default 5000; scipy's own default is 200 n) and the
+same gradient tolerance where scipy's method has one (:data:`GTOL`, newtonad's
+defaults; scipy's Newton-CG has none: it stops on the length of the step).
+
+A run *converged* when it reports success and ends at a stationary point by the
+test newtonad's methods stop on, ``‖g‖₂ < gtol`` (or ``g = 0``), on the final
+gradient it returns; both sides are judged by it. A success reported elsewhere is
+not convergence: scipy's Newton-CG ends with success whenever a step is shorter
+than ``n * xtol`` in the 1-norm, which on badly scaled problems happens far from a
+stationary point (``‖g‖`` of 976 on Powell's badly scaled function) and on a
+singular Hessian's noise floor (``‖g‖`` in the thousands on ``linear-rank-1`` at
+n = 1000). Those runs are listed apart, as "scipy stopped unconverged", with both
+sides' ``f`` and ``‖g‖``, and are not counted as problems scipy solves.
 
 The report lists, per method, every problem where newtonad needs more than
-``--factor`` (default 2) times scipy's iterations or time while scipy's run succeeds,
-and every problem where scipy succeeds and newtonad does not; then the geometric
-means of the ratios. ``--json`` writes every run (default
+``--factor`` (default 2) times scipy's iterations or time while scipy's run
+converges, and every problem where scipy converges and newtonad does not; then the
+runs where scipy stopped unconverged; then the geometric means of the ratios over
+the problems both converge on. ``--json`` writes every run (default
 ``benchmarks/results/scipy_parity.json`` for a full run; a ``--quick`` run or a subset
 of problems or methods writes none unless given, so it cannot overwrite the saved one).
 
@@ -45,12 +58,27 @@ METHODS = ("newton-cg", "trust-ncg", "trust-krylov", "trust-exact")
 ENGINE = "numba"
 # trust-exact factorises a dense n x n Hessian on scipy's side: skip it above this n
 DENSE_LIMIT = 3000
+#: the gradient tolerance both sides get, and the stationarity test of a run:
+#: newtonad's defaults (scipy's for the trust-region methods)
+GTOL = {"newton-cg": 1e-5, "trust-ncg": 1e-4, "trust-krylov": 1e-4, "trust-exact": 1e-4}
+
+
+def stationary(gnorm: float | None, gtol: float) -> bool:
+    """newtonad's gradient test (:func:`newtonad.solvers.trust_region.converged`)."""
+    return gnorm is not None and (gnorm < gtol or gnorm == 0.0)
+
+
+def converged(run: dict, gtol: float) -> bool:
+    """Whether a run reports success and ends at a stationary point."""
+    return bool(run["success"]) and stationary(run["gnorm"], gtol)
 
 
 def _run(side: str, method: str, obj: Any, x0: np.ndarray, maxiter: int) -> dict:
     import newtonad as nad
 
     options = {"maxiter": maxiter}
+    if side == "newtonad" or method != "newton-cg":  # scipy's Newton-CG has no gtol
+        options["gtol"] = GTOL[method]
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -104,7 +132,10 @@ def run(names: list[str] | None, methods: list[str], n: int, maxiter: int,
                 obj.hess(x0)
             order = ("newtonad", "scipy") if index % 2 == 0 else ("scipy", "newtonad")
             result = {side: _run(side, method, obj, x0, maxiter) for side in order}
+            for side in order:
+                result[side]["converged"] = converged(result[side], GTOL[method])
             row = {"problem": p.name, "n": p.n, "method": method, "fstar": p.fstar,
+                   "gtol": GTOL[method],
                    **{side: result[side] for side in ("newtonad", "scipy")}}
             rows.append(row)
             if partial is not None:
@@ -113,7 +144,8 @@ def run(names: list[str] | None, methods: list[str], n: int, maxiter: int,
                 a, b = row["newtonad"], row["scipy"]
                 print(f"{p.name:28s} {method:13s} nit {a['nit']!s:>6} / {b['nit']!s:>6}  "
                       f"time {a['time']:7.3f} / {b['time']:7.3f}  "
-                      f"ok {a['success']!s:5} / {b['success']!s:5}", file=sys.stderr,
+                      f"ok {a['success']!s:5} / {b['success']!s:5}  "
+                      f"converged {a['converged']!s:5} / {b['converged']!s:5}", file=sys.stderr,
                       flush=True)
     return rows
 
@@ -127,18 +159,20 @@ def _ratio(a: float | None, b: float | None, floor: float = 0.0) -> float:
 def findings(rows: list[dict], factor: float) -> dict[str, list[dict]]:
     """Per method, the problems where newtonad is behind scipy's same method.
 
-    Behind means: scipy succeeds and newtonad does not, or both succeed and newtonad
-    needs more than ``factor`` times scipy's iterations (at least one) or time (at
-    least 10 ms, so timer noise on tiny runs is not counted).
+    Behind means: scipy converges (:func:`converged`) and newtonad does not, or both
+    converge and newtonad needs more than ``factor`` times scipy's iterations (at
+    least one) or time (at least 10 ms, so timer noise on tiny runs is not counted).
     """
     out: dict[str, list[dict]] = {}
     for row in rows:
         a, b = row["newtonad"], row["scipy"]
-        if not b["success"]:
+        if not b["converged"]:
             continue
         reasons = []
-        if not a["success"]:
-            reasons.append(f"unsolved ({a['message']})")
+        if not a["converged"]:
+            reasons.append(f"unsolved ({a['message']}; f {_num(a['fun'])} vs "
+                           f"{_num(b['fun'])}, |g| {_num(a['gnorm'])} vs "
+                           f"{_num(b['gnorm'])}, iterations {a['nit']} vs {b['nit']})")
         else:
             if _ratio(a["nit"], b["nit"], 1.0) > factor:
                 reasons.append(f"iterations {a['nit']} vs {b['nit']}")
@@ -149,37 +183,79 @@ def findings(rows: list[dict], factor: float) -> dict[str, list[dict]]:
     return out
 
 
+def _num(v: float | None) -> str:
+    return "None" if v is None else f"{v:.6g}"
+
+
+def scipy_unconverged(rows: list[dict]) -> dict[str, list[dict]]:
+    """Per method, the runs where scipy reports success at a point that is not
+    stationary (``‖g‖ >= gtol``): not counted as problems scipy solves."""
+    out: dict[str, list[dict]] = {}
+    for row in rows:
+        b = row["scipy"]
+        if b["success"] and not b["converged"]:
+            out.setdefault(row["method"], []).append(row)
+    return out
+
+
+def _geomean(values: list[float]) -> float:
+    return float(np.exp(np.mean(np.log(values)))) if values else math.nan
+
+
 def summary(rows: list[dict]) -> dict[str, dict]:
-    """Per method: pairs, pairs both solved, geometric-mean time and iteration ratios."""
+    """Per method: pairs, pairs both converged on, geometric-mean time and iteration
+    ratios over them, and the counts converged on by one side only."""
     out = {}
     for method in sorted({r["method"] for r in rows}):
         both = [r for r in rows if r["method"] == method
-                and r["newtonad"]["success"] and r["scipy"]["success"]]
+                and r["newtonad"]["converged"] and r["scipy"]["converged"]]
         t = [_ratio(r["newtonad"]["time"], r["scipy"]["time"], 1e-4) for r in both]
         k = [_ratio(r["newtonad"]["nit"], r["scipy"]["nit"], 1.0) for r in both]
         out[method] = {
             "pairs": sum(r["method"] == method for r in rows), "both_solved": len(both),
             "time_ratio_geomean": float(np.exp(np.mean(np.log(t)))) if t else math.nan,
             "nit_ratio_geomean": float(np.exp(np.mean(np.log(k)))) if k else math.nan,
-            "scipy_only": sum(r["method"] == method and r["scipy"]["success"]
-                              and not r["newtonad"]["success"] for r in rows),
-            "newtonad_only": sum(r["method"] == method and r["newtonad"]["success"]
-                                 and not r["scipy"]["success"] for r in rows)}
+            "scipy_only": sum(r["method"] == method and r["scipy"]["converged"]
+                              and not r["newtonad"]["converged"] for r in rows),
+            "newtonad_only": sum(r["method"] == method and r["newtonad"]["converged"]
+                                 and not r["scipy"]["converged"] for r in rows),
+            "nit_ratio_geomean_both_success": _geomean(
+                [_ratio(r["newtonad"]["nit"], r["scipy"]["nit"], 1.0) for r in rows
+                 if r["method"] == method and r["newtonad"]["success"]
+                 and r["scipy"]["success"]]),
+            "scipy_unconverged_success": sum(
+                r["method"] == method and r["scipy"]["success"]
+                and not r["scipy"]["converged"] for r in rows)}
     return out
 
 
 def report(rows: list[dict], factor: float) -> str:
     lines = []
     behind = findings(rows, factor)
+    unconverged = scipy_unconverged(rows)
     for method, stats in summary(rows).items():
-        lines.append(f"## {method}: {stats['pairs']} problems, both solved {stats['both_solved']}, "
-                     f"newtonad/scipy geometric mean time {stats['time_ratio_geomean']:.2f}x, "
-                     f"iterations {stats['nit_ratio_geomean']:.2f}x; solved by scipy only "
-                     f"{stats['scipy_only']}, by newtonad only {stats['newtonad_only']}")
+        lines.append(f"## {method}: {stats['pairs']} problems, both converged "
+                     f"{stats['both_solved']}, newtonad/scipy geometric mean time "
+                     f"{stats['time_ratio_geomean']:.2f}x, iterations "
+                     f"{stats['nit_ratio_geomean']:.2f}x; converged for scipy only "
+                     f"{stats['scipy_only']}, for newtonad only {stats['newtonad_only']} "
+                     f"(|g| < {GTOL[method]:g}); scipy success unconverged "
+                     f"{stats['scipy_unconverged_success']}; iterations "
+                     f"{stats['nit_ratio_geomean_both_success']:.2f}x where both report "
+                     "success")
         for item in behind.get(method, []):
             lines.append(f"   {item['problem']} (n = {item['n']}): " + "; ".join(item["reasons"]))
         if not behind.get(method):
-            lines.append(f"   never more than {factor:g}x behind scipy where scipy succeeds")
+            lines.append(f"   never more than {factor:g}x behind scipy where scipy converges")
+        for row in unconverged.get(method, []):
+            a, b = row["newtonad"], row["scipy"]
+            lines.append(f"   scipy stopped unconverged: {row['problem']} (n = {row['n']}): "
+                         f"scipy success at |g| {_num(b['gnorm'])}, f {_num(b['fun'])}, "
+                         f"{b['nit']} iterations; newtonad |g| {_num(a['gnorm'])}, "
+                         f"f {_num(a['fun'])}, {a['nit']} iterations, "
+                         f"{'converged' if a['converged'] else 'status: ' + a['message']}"
+                         + (f" [more than {factor:g}x scipy's iterations]"
+                            if _ratio(a["nit"], b["nit"], 1.0) > factor else ""))
     return "\n".join(lines)
 
 
@@ -207,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({"n": n, "maxiter": args.maxiter,
                                          "factor": args.factor, "summary": summary(rows),
                                          "behind": findings(rows, args.factor),
+                                         "scipy_unconverged": scipy_unconverged(rows),
                                          "runs": rows}, indent=1, default=float))
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
