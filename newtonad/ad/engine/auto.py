@@ -64,18 +64,18 @@ Thresholds (measured on a shared 2-core machine, numba 0.68; see ``docs/performa
     or more.
 ``WAIT_SECONDS = 120``
     The longest a caller waits at a hand-over call (``NEWTONAD_TIER_WAIT_SECONDS``).
-``EXPENSIVE_CALL_SECONDS = 0.005``, ``HANDOVER_SHARE = 0.25``
-    A program whose modelled NumPy call takes 5 ms or more hands over after a quarter of
-    its modelled compile time. Such programs are called a few times per solve (at
-    n = 1e5 the augmented Lagrangian's sparse-Hessian frame of chained Rosenbrock with
-    trig-exp constraints: 7 calls of 75-190 ms in a 1-3 s solve), so with the whole
-    compile time they never switched, even with their kernels in the disk cache, where
-    they load in 20-50 ms: that solve took 1.09 s the second time in a process, 0.46 s
-    with the share. The price is paid when the kernel is not on disk: the caller waits
-    at the hand-over call for the rest of the compile (that problem's first solve in a
-    process with an empty cache: 2.8 s before, 13-15 s with the share; the next run
-    finds the kernels). ``NEWTONAD_TIER_EXPENSIVE_SECONDS``,
-    ``NEWTONAD_TIER_HANDOVER_SHARE`` (1: the whole compile time, as for other programs).
+``EXPENSIVE_CALL_SECONDS = 0.005``, ``HANDOVER_SHARE = 1``
+    A program whose modelled NumPy call takes 5 ms or more hands over after
+    ``HANDOVER_SHARE`` of its modelled compile time (``NEWTONAD_TIER_EXPENSIVE_SECONDS``,
+    ``NEWTONAD_TIER_HANDOVER_SHARE``). By default the whole of it, as for every program.
+    Such programs are called a few times per solve (at n = 1e5 the augmented Lagrangian's
+    sparse-Hessian frame of chained Rosenbrock with trig-exp constraints: 7 calls of
+    75-190 ms in a 1-3 s solve), so they seldom switch within one solve, even with their
+    kernels in the disk cache, where they load in 20-50 ms. A share of 0.25 made that
+    solve 0.46 s instead of 1.09 s the second time in a process with a warm cache, but
+    13-15 s instead of 2.8 s with an empty one (the caller waits at the hand-over call for
+    the rest of the compile): the first run of a script, which every user makes, is not
+    made four times slower for the runs after it.
 
 Each is read from the environment at import: ``NEWTONAD_TIER_CALLS``,
 ``NEWTONAD_TIER_SECONDS``, ``NEWTONAD_TIER_MAX_STEPS``.
@@ -112,7 +112,7 @@ WAIT_SECONDS = float(os.environ.get("NEWTONAD_TIER_WAIT_SECONDS", "120"))
 EXPENSIVE_CALL_SECONDS = float(os.environ.get("NEWTONAD_TIER_EXPENSIVE_SECONDS", "0.005"))
 #: The share of its modelled compile time an expensive program spends on NumPy after it
 #: was sent (``NEWTONAD_TIER_HANDOVER_SHARE``).
-HANDOVER_SHARE = float(os.environ.get("NEWTONAD_TIER_HANDOVER_SHARE", "0.25"))
+HANDOVER_SHARE = float(os.environ.get("NEWTONAD_TIER_HANDOVER_SHARE", "1"))
 #: Calls from sending a program to its hand-over; ``None``: from the cost models. (A test
 #: sets 1, to switch at the call after the one that sent it.)
 HANDOVER_CALLS: int | None = None
