@@ -4,10 +4,18 @@ hand-over call; same results either way. The background path: tests/test_tiered.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import newtonad as nad
 from newtonad.ad.engine import auto, compile_program
 from newtonad.ad.transforms import value_and_grad_program
+
+
+@pytest.fixture(autouse=True)
+def compiled_here(monkeypatch):
+    """These tests follow the in-process compile; a kernel another test left in the disk
+    cache would be loaded instead (test_tier_disk_handover tests that path)."""
+    monkeypatch.setattr(auto, "_on_disk", lambda program: False)
 
 
 def test_auto_engine_moves_a_hot_program_to_numba(monkeypatch):

@@ -31,6 +31,14 @@ pytestmark = pytest.mark.usefixtures("module_kernel_cache")
 WAIT = 240.0  # seconds a test waits for a background compile at most (a loaded CI box)
 
 
+@pytest.fixture(autouse=True)
+def through_the_worker(monkeypatch):
+    """These tests follow a program through the background worker or an in-process
+    compile; an earlier test of the module may have left its kernel in the disk cache,
+    which the tier would load instead (test_tier_disk_handover tests that path)."""
+    monkeypatch.setattr(auto, "_on_disk", lambda program: False)
+
+
 def rosen(x):
     return np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
 
