@@ -844,6 +844,9 @@ def rewidth(program: Program, old: int, new: int) -> Program | None:
             Slot(tuple(new if n == old else n for n in s.shape), s.dtype)
     slots = tuple(map(made.__getitem__, program.slots))
     resized = [old in s.shape for s in program.slots]
+    # an axis of old made new equals what it equalled and is 1 where it was: elementwise
+    # steps without params (whose rule is NumPy's broadcasting) need no check
+    broadcasts_hold = old != 1 and new != 1
     # repr of params -> (params, resized, shape rule's answers by primitive and in-slots)
     seen: dict[str, tuple[Any, Any, dict[tuple, Slot]]] = {}
     steps = []
@@ -866,6 +869,9 @@ def rewidth(program: Program, old: int, new: int) -> Program | None:
                 step = Step(step.primitive, step.inputs, params, step.output)
             elif not resized[step.output] and not any([resized[i] for i in step.inputs]):
                 steps.append(step)  # nothing of it resized: its shape rule still holds
+                continue
+            elif broadcasts_hold and step.primitive.kind == "elementwise":
+                steps.append(step)  # its rule is broadcasting, axis by axis: still holds
                 continue
             in_slots = tuple(map(slots.__getitem__, step.inputs))
             # output_slot's memo read here first: this runs on nearly every step of a frame
