@@ -144,8 +144,9 @@ def test_changed_globals_give_the_new_answer():
 
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_a_resized_frame_program_is_the_program_derived_at_that_width(name):
-    # rewidth checks every resized step by its shape rule (answers kept per params);
-    # what it gives must be what deriving at the new width records, step for step
+    # rewidth checks resized steps by their shape rules (answers kept per params; elementwise
+    # ones are broadcasting); what it gives must be what deriving at the new width records,
+    # step for step
     f, x = SMALL[name]()
     program = trace_function(f, [Slot(x.shape)]).program
     width = tf._template_width(program)
