@@ -59,17 +59,23 @@ def test_singular_hessian_stops_within_twice_scipys_iterations(rank_one, method)
     assert theirs.fun == pytest.approx(fstar, rel=1e-12)
 
 
+def _newton_cg_both(obj, x0):
+    """scipy's newton-cg and the native one from ``x0``, fed by the same Objective."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = scipy_minimize(obj.fun, x0, jac=obj.jac, hessp=obj.hessp,
+                                method="newton-cg", options={"maxiter": MAXITER})
+        ours = nad.minimize(obj, x0, method="newton-cg", options={"maxiter": MAXITER})
+    return theirs, ours
+
+
 def test_newton_cg_stops_at_the_noise_floor(rank_one):
     """newton-cg: scipy's default stops on the step (sum |dx| <= n 1e-5), which the
     noise floor passes at once; the native method stops on the gradient, and, when
     its line search keeps accepting steps that lower f by no more than f's rounding
     and leave |g| as it was, on that (status 2) instead of running to maxiter."""
     p, obj = rank_one
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = scipy_minimize(obj.fun, p.x0, jac=obj.jac, hessp=obj.hessp,
-                                method="newton-cg", options={"maxiter": MAXITER})
-        ours = nad.minimize(obj, p.x0, method="newton-cg", options={"maxiter": MAXITER})
+    theirs, ours = _newton_cg_both(obj, p.x0)
     assert ours.nit <= 2 * max(theirs.nit, 1), (ours.nit, theirs.nit, ours.message)
     assert ours.status == 2 and ours.fun == pytest.approx(theirs.fun, rel=1e-12)
 
@@ -83,11 +89,7 @@ def test_newton_cg_noise_floor_at_n_1000(name):
     n = 1000
     p = problems.get(name, n)
     obj = nad.Objective(p.fun)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = scipy_minimize(obj.fun, p.x0, jac=obj.jac, hessp=obj.hessp,
-                                method="newton-cg", options={"maxiter": MAXITER})
-        ours = nad.minimize(obj, p.x0, method="newton-cg", options={"maxiter": MAXITER})
+    theirs, ours = _newton_cg_both(obj, p.x0)
     assert ours.nit <= 2 * max(theirs.nit, 1), (ours.nit, theirs.nit, ours.message)
     assert ours.status == 2 and not ours.success
     m = 2 * n
