@@ -49,6 +49,24 @@ def test_recovery_is_exact_for_star_column_and_row_plans(seed):
     by_rows.check_format(full_check=True)
 
 
+def test_a_large_recovery_on_threads_is_the_same_gather():
+    """From PARALLEL_GATHER_FROM stored entries the gather runs on numba's threads: the
+    values are the frame's entries the plan names, bit for bit, as np.take reads them."""
+    n = recovery.PARALLEL_GATHER_FROM // 3 + 5000
+    rng = np.random.default_rng(3)
+    off = rng.standard_normal(n - 1)
+    H = sparse.diags_array([off, rng.standard_normal(n) + 4.0, off], offsets=[-1, 0, 1],
+                           format="csr")
+    colours = star_colouring(H != 0)
+    recover = Recovery(H != 0, star_plan(H != 0, colours))
+    assert H.nnz >= recovery.PARALLEL_GATHER_FROM and recover._threaded_plan is not None
+    frame = H @ seed_matrix(colours)
+    got = recover(frame)
+    np.testing.assert_array_equal(got.data, np.take(frame.reshape(-1), recover.plan))
+    assert (got != H).nnz == 0
+    got.check_format(full_check=True)
+
+
 def test_each_result_owns_its_arrays():
     H = _random_symmetric(20, 7)
     colours = star_colouring(H != 0)
