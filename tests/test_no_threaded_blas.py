@@ -56,13 +56,17 @@ def test_derivative_calls_check_points_without_blas(no_large_blas, engine):
         nad.grad(rosen, engine=engine)(bad)
 
 
-def test_the_finiteness_test_is_exact_at_large_sizes(no_large_blas):
-    x = np.full(N, 1e308)  # its sum overflows: the exact test must still say finite
+@pytest.mark.parametrize("n", [N, _programs.PARALLEL_FROM + 3])  # serial, then threaded
+def test_the_finiteness_test_is_exact_at_large_sizes(no_large_blas, n):
+    import numba  # noqa: F401  (the compiled tests run once numba is loaded)
+
+    x = np.full(n, 1e308)  # its sum overflows: the exact test must still say finite
     assert _programs._all_finite(x)
     for bad in (np.nan, np.inf, -np.inf):
-        y = x.copy()
-        y[-1] = bad
-        assert not _programs._all_finite(y)
+        for at in (0, n // 2, n - 1):
+            y = x.copy()
+            y[at] = bad
+            assert not _programs._all_finite(y)
 
 
 def test_a_newton_solve_at_large_n_makes_no_blas_level_1_call(no_large_blas):
