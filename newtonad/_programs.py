@@ -70,7 +70,7 @@ def _all_finite(arr: np.ndarray) -> bool:
         return math.isfinite(np.vdot(arr, arr)) or bool(np.all(np.isfinite(arr)))
     if "numba" in sys.modules:  # loaded by the kernels: the compiled loop, 1.5x NumPy's sum
         if arr.size >= PARALLEL_FROM:
-            from ._finite_threads import nonfinite
+            from ._threaded import nonfinite
 
             return not nonfinite(arr.reshape(-1))
         return not _nonfinite_loop()(arr.reshape(-1))

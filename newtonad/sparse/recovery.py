@@ -8,9 +8,6 @@ Manne & Pothen 2005).
 
 from __future__ import annotations
 
-import functools
-from typing import Callable
-
 import numpy as np
 from scipy import sparse
 
@@ -18,14 +15,6 @@ from scipy import sparse
 #: at a time on one core (3e6 entries: 2.2 ms), a parallel loop over int32 positions
 #: took 1.0 ms on 2 cores; below this, numba's import and launch are not repaid.
 PARALLEL_GATHER_FROM = 1 << 18
-
-
-@functools.cache
-def _parallel_gather() -> Callable[[np.ndarray, np.ndarray, np.ndarray], None]:
-    """The threaded gather, imported when first needed (numba costs 0.3 s to import)."""
-    from ._threaded import gather
-
-    return gather
 
 
 def seed_matrix(colours: np.ndarray) -> np.ndarray:
@@ -197,7 +186,9 @@ class Recovery:
                              "the seed of the plan's own colouring")
         if self._threaded_plan is not None:
             values = np.empty(self.plan.size)
-            _parallel_gather()(np.ascontiguousarray(frame), self._threaded_plan, values)
+            from .._threaded import gather  # numba, imported here only when needed
+
+            gather(np.ascontiguousarray(frame), self._threaded_plan, values)
         else:  # one gather; mode="clip" skips numpy's bounds pass (every index is in range)
             values = np.take(frame, self.plan, mode="clip")
         return _csr(values, self.indices.copy(), self.indptr.copy(), self.shape)
