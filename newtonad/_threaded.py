@@ -14,7 +14,7 @@ numba_threads.use_layer()  # a fork-safe threading layer before the first parall
 
 
 @numba.njit(parallel=True, cache=True, nogil=True, fastmath={"reassoc", "nsz"})
-def nonfinite(x: np.ndarray) -> bool:
+def _nonfinite(x: np.ndarray) -> bool:
     """Whether the flat float64 ``x`` holds an inf or nan: a sum of ``x * 0.0``, which is
     0 for finite entries and nan otherwise in any order of the threads' partial sums."""
     s = 0.0
@@ -24,10 +24,14 @@ def nonfinite(x: np.ndarray) -> bool:
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def gather(frame: np.ndarray, plan: np.ndarray, out: np.ndarray) -> None:
+def _gather(frame: np.ndarray, plan: np.ndarray, out: np.ndarray) -> None:
     """``out[i] = frame[plan[i]]``: a copy."""
     for i in numba.prange(plan.size):
         out[i] = frame[plan[i]]
 
+
+#: On the cores other processes leave free (see :class:`~.numba_threads.ParallelCall`)
+nonfinite = numba_threads.ParallelCall(_nonfinite)
+gather = numba_threads.ParallelCall(_gather)
 
 __all__ = ["gather", "nonfinite"]

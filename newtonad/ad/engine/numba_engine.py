@@ -362,11 +362,6 @@ _ARENA_CALL = '''    if claim(False):
     else:
         kernel({spare})'''
 
-#: Held while a kernel with parallel loops runs: numba's ``workqueue`` threading layer
-#: (the fork-safe one without TBB, see :mod:`.numba_threads`) aborts the process when two
-#: threads launch parallel loops at once. Serial kernels run concurrently (no GIL).
-PARALLEL_LOCK = threading.Lock()
-
 
 def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any = None,
                 reuse: bool = False, arenas: list[np.ndarray] | None = None,
@@ -386,7 +381,7 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
     n_in, n_out = len(kernel.in_specs), len(kernel.out_specs)
     parallel = kernel.parallel  # its threading layer was chosen in load()
     ns: dict[str, Any] = {"kernel": fn, "ndarray": np.ndarray, "empty": np.empty,
-                          "aligned": aligned_array, "coerce": _coerce, "lock": PARALLEL_LOCK}
+                          "aligned": aligned_array, "coerce": _coerce}
     checks = []
     for j, (shape, dtype) in enumerate(kernel.in_specs):
         ns[f"S{j}"], ns[f"D{j}"] = tuple(shape), _DTYPES[dtype]
@@ -424,7 +419,8 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
     outs = ", ".join(f"o{j}" for j in range(n_out))
     operands = [f"x{j}" for j in range(n_in)] + [f"o{j}" for j in range(n_out)] + extra
     if parallel:  # one parallel kernel at a time, so its arenas are this call's
-        call = "    with lock:\n        kernel({})".format(", ".join(operands))
+        ns["run_parallel"] = numba_threads.ParallelCall(fn)
+        call = "    run_parallel({})".format(", ".join(operands))
     elif kernel.arenas:
         call = _ARENA_CALL.format(args=", ".join(operands), spare=", ".join(
             [f"x{j}" for j in range(n_in)] + [f"o{j}" for j in range(n_out)]

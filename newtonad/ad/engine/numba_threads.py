@@ -18,9 +18,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib
+import math
 import os
 import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any, Callable
 
 
 def parallel_threads() -> int:
@@ -114,6 +118,125 @@ def cheap_launch() -> bool:
     return name not in fork_safe and _importable("numba.np.ufunc.omppool")
 
 
+#: Seconds one reading of the machine's load is used for (reading it costs about 30 µs).
+LOAD_PERIOD = 0.01
+_load_reading = [0.0, 0]  # [when it expires, processes of others running then]
+
+
+def _running_here() -> int:
+    """Threads of this process that are running or runnable now (``/proc/self/task``)."""
+    count = 0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:  # the thread ended meanwhile
+            continue
+        end = stat.rindex(b")")  # the name in parentheses may hold spaces
+        count += stat[end + 2:end + 3] == b"R"
+    return count
+
+
+def others_running() -> int:
+    """Threads of other processes running or waiting for a core now (Linux; else 0).
+
+    The fourth field of ``/proc/loadavg`` counts every runnable thread of the machine;
+    this process's own (the caller, and numba's workers still spinning after the last
+    parallel loop) are taken off. One reading serves for :data:`LOAD_PERIOD` seconds.
+
+    Returns
+    -------
+    int
+        At least 0.
+    """
+    now = time.monotonic()
+    if now < _load_reading[0]:
+        return _load_reading[1]
+    try:
+        with open("/proc/loadavg", "rb") as fh:
+            runnable = int(fh.read().split()[3].split(b"/")[0])
+        others = max(0, runnable - _running_here())
+    except (OSError, ValueError, IndexError):  # not Linux, or no /proc
+        others = 0
+    _load_reading[:] = [now + LOAD_PERIOD, others]
+    return others
+
+
+def free_cores(wanted: int) -> int:
+    """How many of ``wanted`` threads a parallel loop starting now would get cores for.
+
+    A parallel loop waits for its slowest thread; on a busy machine a thread without a
+    core of its own waits a scheduler time slice (milliseconds) for one, and the whole
+    loop with it. So a loop runs on the cores no other process is using, and on one
+    thread when there are none: never slower than the serial loop.
+
+    Parameters
+    ----------
+    wanted : int
+        The threads the loop would run on (numba's current setting).
+
+    Returns
+    -------
+    int
+        Between 1 and ``wanted``.
+    """
+    if wanted < 2:
+        return wanted
+    return max(1, min(wanted, (os.cpu_count() or 1) - others_running()))
+
+
+#: Held while a function with parallel loops runs: numba's ``workqueue`` layer (the
+#: fork-safe one without TBB) aborts the process when two threads launch parallel loops
+#: at once. Serial kernels run concurrently (no GIL).
+PARALLEL_LOCK = threading.Lock()
+
+
+#: A parallel call whose quickest run took at least this long keeps all its threads on a
+#: busy machine: the scheduler shares cores per thread, so more threads get it more CPU,
+#: and a wait at the end of the loop costs little beside the work. Shorter calls run on
+#: the free cores only (a wait of one time slice would be most of their time).
+LONG_CALL_SECONDS = 2e-3
+
+
+class ParallelCall:
+    """A compiled function with parallel loops, called on the free cores.
+
+    One such call runs at a time in the process (:data:`PARALLEL_LOCK`). A short one
+    (see :data:`LONG_CALL_SECONDS`) runs with numba's threads cut to :func:`free_cores`
+    for its duration. The number of threads never changes results: parallel loops sum
+    in a fixed order of chunks (see :mod:`.printer`).
+
+    Parameters
+    ----------
+    call : callable
+        The compiled function.
+    """
+
+    __slots__ = ("call", "quickest")
+
+    def __init__(self, call: Callable[..., Any]) -> None:
+        self.call = call
+        self.quickest = math.inf  # seconds of its quickest run so far
+
+    def __call__(self, *args: Any) -> Any:
+        import numba
+
+        with PARALLEL_LOCK:
+            wanted = numba.get_num_threads()
+            fit = wanted if self.quickest >= LONG_CALL_SECONDS else free_cores(wanted)
+            start = time.perf_counter()
+            if fit >= wanted:
+                result = self.call(*args)
+            else:
+                numba.set_num_threads(fit)
+                try:
+                    result = self.call(*args)
+                finally:
+                    numba.set_num_threads(wanted)
+            self.quickest = min(self.quickest, time.perf_counter() - start)
+            return result
+
+
 def tag() -> str:
     """What compiled code depends on here: serial loops, or parallel ones and their gate.
 
@@ -128,4 +251,5 @@ def tag() -> str:
     return "parallel" if cheap_launch() else "parallel-workqueue"
 
 
-__all__ = ["cheap_launch", "layer", "parallel_threads", "tag", "use_layer"]
+__all__ = ["cheap_launch", "free_cores", "layer", "ParallelCall", "others_running",
+           "parallel_threads", "tag", "use_layer"]
