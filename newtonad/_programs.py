@@ -24,7 +24,7 @@ from .ad import transforms as tf
 from .ad.engine import compile_program
 from .ad.numpy_api import fold_objects
 from .ad.primitives.elementwise import mul_p
-from .ad.program import Program, Slot
+from .ad.program import Program, Slot, dtype_name
 from .ad.trace import interpret, to_program, trace_function
 from .ad.var import Var, new_tracer
 
@@ -125,7 +125,7 @@ def aval_of(a: Any) -> Slot:
     """The slot (shape, dtype) an input takes in a traced program."""
     if isinstance(a, Var):
         return a.aval
-    return Slot(tuple(a.shape), a.dtype.name)
+    return Slot(tuple(a.shape), dtype_name(a.dtype))
 
 
 def as_frame(V: Any, x_shape: tuple[int, ...], name: str = "V") -> tuple[Any, int | None]:

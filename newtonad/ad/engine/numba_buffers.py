@@ -14,6 +14,7 @@ of rows, and the temporary of an einsum summed over blocks is a buffer of its ow
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,7 +47,7 @@ def aligned_array(shape: tuple[int, ...], dtype: np.dtype | str, zero: bool = Fa
         A writeable C-contiguous view into a slightly larger private buffer.
     """
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize  # math.prod: np.prod costs 3 µs a call
     raw = (np.zeros if zero else np.empty)(nbytes + ALIGN_BYTES, np.uint8)
     start = -raw.ctypes.data % ALIGN_BYTES
     return raw[start:start + nbytes].view(dtype).reshape(shape)
