@@ -24,6 +24,7 @@ from .ad import transforms as tf
 from .ad.engine import compile_program
 from .ad.numpy_api import fold_objects
 from .ad.primitives.elementwise import mul_p
+from .ad.primitives.structural import reduce_sum_p
 from .ad.program import Program, Slot, dtype_name
 from .ad.trace import interpret, to_program, trace_function
 from .ad.var import Var, new_tracer
@@ -33,8 +34,12 @@ FRAME_BUDGET = 1 << 24  # elements per frame chunk in jacobian / hessian (128 Mi
 
 # ---- inputs ---------------------------------------------------------------------------------
 
-def as_point(x: Any, what: str = "x") -> Any:
-    """Validate a differentiation point: a finite float64 array, or a Var as it is."""
+def as_point(x: Any, what: str = "x", finite: bool = True) -> Any:
+    """Validate a differentiation point: a finite float64 array, or a Var as it is.
+
+    ``finite=False`` leaves the finiteness test to the caller: the derived programs of
+    :func:`run_derived` with ``tests_point`` make it in their own loops.
+    """
     if isinstance(x, Var):
         return x
     arr = np.asarray(x)
@@ -46,11 +51,17 @@ def as_point(x: Any, what: str = "x") -> Any:
     if arr.dtype.kind != "f":
         raise TypeError(f"{what} must be a float array, got dtype {arr.dtype}")
     arr = np.asarray(arr, dtype=np.float64)
+    if finite:
+        require_finite(arr, what)
+    return arr
+
+
+def require_finite(arr: np.ndarray, what: str = "x") -> None:
+    """Raise the ValueError for a point with non-finite entries (float64 ``arr``)."""
     if not _all_finite(arr):
         bad = np.flatnonzero(~np.isfinite(arr))
         raise ValueError(f"{what} has {bad.size} non-finite entries (first at flat index "
                          f"{bad[0]}); derivatives are only defined at finite points")
-    return arr
 
 
 #: From this many entries the finiteness test is a serial compiled loop: OpenBLAS runs
@@ -246,7 +257,8 @@ _RECENT_KEPT = 64
 
 
 class Derivations(dict):
-    """The derived programs (compiled runners) of one program: ``(kind, k, engine) ->``."""
+    """The derived programs (compiled runners) of one program: ``(kind, k, engine,
+    tests_point) ->``."""
 
 
 def shared_derivations(program: Program, check: Program | None) -> dict:
@@ -406,6 +418,8 @@ def traced_at(f: Callable, x: Any, args: tuple, scalar: bool) -> Traced:
             entry = per_fun.get(key)
             traced = entry.current if entry.__class__ is Paths else entry
             if traced is None or traced.stale():
+                if isinstance(x, np.ndarray):  # its branches are followed at finite values
+                    require_finite(x)
                 traced = Traced(f, avals, scalar, _point(x, args))
                 per_fun[key] = traced if traced.check is None else Paths(traced)
     return traced
@@ -455,23 +469,26 @@ PATH_RETRIES = 4
 
 
 def derive(traced: Traced, kind: str, k: int | None, make: Callable[..., Any],
-           engine: str | None) -> Any:
+           engine: str | None, tests_point: bool = False) -> Any:
     """The derived program(s) of one kind and frame width, made by ``make(program)`` once
     per trace and compiled with ``engine`` (``None``: kept as programs, for inlining into a
     trace). For a path of a function that branches, the first program also says whether
     the path holds (one more output), and its runner raises :class:`GuardFailed` where it
-    does not."""
-    key = (kind, k, engine)
+    does not. With ``tests_point`` the first program also tests that its first input is
+    finite (:func:`with_point_test`), and its runner raises ValueError where it is not."""
+    key = (kind, k, engine, tests_point)
     found = traced.derived.get(key)
     if found is None:
         with TRACE_LOCK:
             found = traced.derived.get(key)
             if found is None:
                 programs = _make(make, traced.program)
+                if tests_point:
+                    programs = with_point_test(programs)
                 if traced.check is not None:
                     programs = with_check(programs, traced.check)
                 found = traced.derived[key] = _derived(programs, engine,
-                                                       traced.check is not None)
+                                                       traced.check is not None, tests_point)
     return found
 
 
@@ -496,18 +513,60 @@ def with_check(programs: Any, check: Program) -> Any:
     return combined if isinstance(programs, Program) else (combined, *programs[1:])
 
 
-def _derived(programs: Any, engine: str | None, guarded: bool = False) -> Any:
+def with_point_test(programs: Any) -> Any:
+    """``programs`` (one, or a tuple whose first runs at x) with one more output for the
+    first: ``sum(x * 0.0)``, 0 when every entry of x is finite and nan otherwise (inf * 0
+    is nan). The numba engine fuses it into the loops that read x, so a large point is not
+    read once more, before the kernel, to be tested."""
+    first = programs if isinstance(programs, Program) else programs[0]
+    roots = [new_tracer(slot) for slot in first.in_slots]
+    outs = interpret(first, roots)
+    zero = Var(np.zeros(()), const=True)
+    x = roots[0]
+    test = reduce_sum_p(mul_p(x, zero), axes=tuple(range(len(x.aval.shape))))
+    tested, closed = to_program(roots, [*outs, test])
+    assert not closed  # a derived program is closed: interpreting it reaches only roots
+    return tested if isinstance(programs, Program) else (tested, *programs[1:])
+
+
+def _derived(programs: Any, engine: str | None, guarded: bool = False,
+             tests_point: bool = False) -> Any:
     """``programs`` (one or a tuple) compiled with ``engine``, or as they are for None;
-    a guarded first runner checks its last output."""
+    a guarded first runner checks its last output, a point-testing one the output
+    before (or the last, unguarded)."""
     if engine is None:  # inlining: keep the programs
         return programs
-    if isinstance(programs, Program):
-        run = compile_program(programs, engine)
-        return guarded_runner(run, len(programs.outputs) - 1) if guarded else run
-    runs = [compile_program(p, engine) for p in programs]
+    first = programs if isinstance(programs, Program) else programs[0]
+    run = compile_program(first, engine)
+    outputs = len(first.outputs)
     if guarded:
-        runs[0] = guarded_runner(runs[0], len(programs[0].outputs) - 1)
-    return tuple(runs)
+        outputs -= 1
+        run = guarded_runner(run, outputs)
+    if tests_point:
+        run = point_tested_runner(run, outputs - 1)
+    if isinstance(programs, Program):
+        return run
+    return (run, *(compile_program(p, engine) for p in programs[1:]))
+
+
+def point_tested_runner(run: Callable, outputs: int) -> Callable:
+    """``run`` (of a program with ``outputs`` outputs and :func:`with_point_test`'s after
+    them) without the test's output: raises the ValueError of :func:`require_finite`
+    when its first input has a non-finite entry. ``out=`` and ``reusing_outputs`` as in
+    :func:`guarded_runner`."""
+    def tested(*inputs: Any, out: Any = None) -> Any:
+        if out is None:
+            outs = run(*inputs)
+        else:
+            outs = run(*inputs, out=(*out, np.empty((), dtype=np.float64)))
+        if outs[-1]:  # nan (an inf or nan in x), never -0.0 or 0.0
+            require_finite(np.asarray(inputs[0], dtype=np.float64))
+        return outs[:-1]
+
+    if hasattr(run, "reusing_outputs"):
+        tested.reusing_outputs = (  # type: ignore[attr-defined]
+            lambda: point_tested_runner(run.reusing_outputs(), outputs))
+    return tested
 
 
 def guarded_runner(run: Callable, outputs: int) -> Callable:
@@ -570,12 +629,20 @@ def inlines(traced: Traced, x: Any, args: Sequence[Any], extra: Sequence[Any] = 
 
 
 def run_derived(traced: Traced, kind: str, k: int | None, make: Callable[..., Any],
-                engine: str, x: Any, args: Sequence[Any], extra: Sequence[Any] = ()) -> list:
+                engine: str, x: Any, args: Sequence[Any], extra: Sequence[Any] = (),
+                tests_point: bool = False) -> list:
     """Run a derived program, compiled (arrays) or inlined (Vars); on the path of ``f``
-    that holds at x (``make(program)`` derives it from each path's program)."""
+    that holds at x (``make(program)`` derives it from each path's program).
+
+    ``tests_point``: x has not been tested for non-finite entries (``as_point(x,
+    finite=False)``); a compiled program tests it in its own loops, and the NumPy
+    evaluator before it runs (one pass; the test as an output would be two)."""
+    if tests_point and engine == "numpy":
+        require_finite(x)
+        tests_point = False
     for _ in range(PATH_RETRIES):
         try:
-            return _run_derived(traced, kind, k, make, engine, x, args, extra)
+            return _run_derived(traced, kind, k, make, engine, x, args, extra, tests_point)
         except GuardFailed:
             traced = path_at(traced, x, args)
     raise RuntimeError(NO_PATH_MESSAGE)
@@ -588,7 +655,8 @@ NO_PATH_MESSAGE = ("the function's branches went another way each time it was tr
 
 
 def _run_derived(traced: Traced, kind: str, k: int | None, make: Callable[..., Any],
-                 engine: str, x: Any, args: Sequence[Any], extra: Sequence[Any]) -> list:
+                 engine: str, x: Any, args: Sequence[Any], extra: Sequence[Any],
+                 tests_point: bool) -> list:
     if inlines(traced, x, args, extra):
         program = derive(traced, kind, k, make, None)
         outs = interpret(program, [x, *args, *traced.closed, *extra])
@@ -598,7 +666,7 @@ def _run_derived(traced: Traced, kind: str, k: int | None, make: Callable[..., A
             if not ok:
                 raise GuardFailed
         return outs
-    run = derive(traced, kind, k, make, engine)
+    run = derive(traced, kind, k, make, engine, tests_point and isinstance(x, np.ndarray))
     return list(run(x, *args, *traced.closed_values(), *extra))
 
 

@@ -56,9 +56,11 @@ def _engine(engine: str | None) -> str:
     return engine or settings.engine
 
 
-def _prepare(f: Callable, x: Any, args: Sequence[Any],
-             scalar: bool) -> tuple[Any, tuple[Any, ...], Traced]:
-    x = as_point(x)
+def _prepare(f: Callable, x: Any, args: Sequence[Any], scalar: bool,
+             finite: bool = True) -> tuple[Any, tuple[Any, ...], Traced]:
+    """``x`` checked (finite unless the derived program tests it: ``finite=False``), the
+    static arguments bound, the data checked, and ``f`` traced at their signature."""
+    x = as_point(x, finite=finite)
     f, args = bind_static(f, tuple(args))  # Python scalars and strings: static
     args = tuple(as_data(a) for a in args)
     return x, args, traced_at(f, x, args, scalar)
@@ -132,10 +134,10 @@ def value_and_grad(f: Callable, *, engine: str | None = None) -> Callable:
     (9.0, array([ 3., 12.]))
     """
     def vg(x, *args):
-        x, args, traced = _prepare(f, x, args, scalar=True)
+        x, args, traced = _prepare(f, x, args, scalar=True, finite=False)
         y, g = run_derived(traced, "value_and_grad", 0,
                            tf.value_and_grad_program, _engine(engine),
-                           x, args)
+                           x, args, tests_point=True)
         return (y if isinstance(y, Var) else float(y)), g
 
     return vg
@@ -212,10 +214,10 @@ def jvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *,
     >>> nad.jvp(lambda x: x ** 2, np.array([1.0, 2.0]), np.array([1.0, 0.0]))
     (array([1., 4.]), array([2., 0.]))
     """
-    x, args, traced = _prepare(f, x, tuple(args), scalar=False)
+    x, args, traced = _prepare(f, x, tuple(args), scalar=False, finite=False)
     V, k = as_frame(V, tuple(x.shape))
     return tuple(run_derived(traced, "jvp", k, lambda program: tf.jvp_program(program, k),
-                             _engine(engine), x, args, [V]))
+                             _engine(engine), x, args, [V], tests_point=True))
 
 
 def vjp(f: Callable, x: Any, W: Any, args: Sequence[Any] = (), *,
@@ -259,11 +261,11 @@ def vjp(f: Callable, x: Any, W: Any, args: Sequence[Any] = (), *,
     >>> nad.vjp(lambda x: x ** 2, np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     (array([1., 4.]), array([2., 4.]))
     """
-    x, args, traced = _prepare(f, x, tuple(args), scalar=False)
+    x, args, traced = _prepare(f, x, tuple(args), scalar=False, finite=False)
     y_shape = traced.program.out_slots[0].shape
     W, k = as_frame(W, y_shape, "W")
     return tuple(run_derived(traced, "vjp", k, lambda program: tf.vjp_program(program, k),
-                             _engine(engine), x, args, [W]))
+                             _engine(engine), x, args, [W], tests_point=True))
 
 
 def hvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *,
@@ -306,10 +308,10 @@ def hvp(f: Callable, x: Any, V: Any, args: Sequence[Any] = (), *,
     >>> nad.hvp(lambda x: np.sum(x ** 3), np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     array([ 6., 12.])
     """
-    x, args, traced = _prepare(f, x, tuple(args), scalar=True)
+    x, args, traced = _prepare(f, x, tuple(args), scalar=True, finite=False)
     V, k = as_frame(V, tuple(x.shape))
     (hv,) = run_derived(traced, "hvp", k, lambda program: tf.hvp_program(program, k),
-                        _engine(engine), x, args, [V])
+                        _engine(engine), x, args, [V], tests_point=True)
     return hv
 
 
