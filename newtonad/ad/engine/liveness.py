@@ -38,8 +38,8 @@ from .loop_ir import (
     Sum,
     Text,
     Var,
-    chunk_folds,
 )
+from .printer import chunk_folds
 
 Flow = tuple[set[str], set[str], set[str]]
 

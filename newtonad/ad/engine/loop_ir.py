@@ -232,19 +232,13 @@ class ForIn:
 
 @dataclass(frozen=True)
 class ParallelFor:
-    """``for i0 in range(lo, hi)`` in ``chunks`` chunks of ``size`` rows run on all threads.
-
-    ``threads=False``: the same chunks one after another, on the calling thread. A serial
-    loop that sums into a scalar is written so (see :func:`.passes.parallel_chunks`):
-    its sums are then added per chunk, in the order and bits of the threaded loop.
-    """
+    """``for i0 in range(lo, hi)`` in ``chunks`` chunks of ``size`` rows run on all threads."""
 
     lo: int
     hi: int
     chunks: int
     size: int
     body: tuple[Any, ...]
-    threads: bool = True
 
 
 @dataclass(frozen=True)
@@ -320,7 +314,7 @@ class Columns:
 
 def walk(stmts: Any, parallel: bool = False):
     """Every statement in ``stmts``, nested ones included, as ``(statement, in_parallel)``:
-    ``in_parallel`` tells whether it runs inside a :class:`ParallelFor` on threads."""
+    ``in_parallel`` tells whether it runs inside a :class:`ParallelFor`."""
     for s in stmts:
         yield s, parallel
         if isinstance(s, If):
@@ -329,20 +323,7 @@ def walk(stmts: Any, parallel: bool = False):
         elif isinstance(s, (For, ForIn, Threadable, Private)):
             yield from walk(s.body, parallel)
         elif isinstance(s, ParallelFor):
-            yield from walk(s.body, parallel or s.threads)
-
-
-def chunk_folds(body: Any) -> dict[str, Any]:
-    """The kernel-wide scalars a chunked loop's ``body`` sums (or multiplies) into, with
-    the reduction: ``{name: op}`` in order of first appearance. (The planner makes a
-    nest with such a sink threadable only for float64 scalars: the partial sums are
-    float64.)"""
-    folds: dict[str, Any] = {}
-    for st, _ in walk(body):
-        if (isinstance(st, Reduce) and isinstance(st.target, Scalar)
-                and REDUCTIONS[st.op].thread_combinable):
-            folds.setdefault(st.target.name, st.op)
-    return folds
+            yield from walk(s.body, True)
 
 
 def code_lines(stmts: list[Any]) -> int:

@@ -125,7 +125,7 @@ class Generator:
         body += self._finish_outputs(end, claimed)
         # how it runs: threads for large independent loops, innermost bounds at run time
         body = list(parallel_chunks(tuple(body), self.options))
-        parallel = any(isinstance(s, ParallelFor) and s.threads for s, _ in walk(body))
+        parallel = any(isinstance(s, ParallelFor) for s, _ in walk(body))
         ir_body, extents = run_time_extents(tuple(body))
         body = list(ir_body)
         header, consts, arenas = self._header(storage, end, extents, flat)

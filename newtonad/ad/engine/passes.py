@@ -45,7 +45,6 @@ from .loop_ir import (
     Threadable,
     Var,
     atoms,
-    chunk_folds,
     code_lines,
     guard_depth,
     placed_local,
@@ -265,13 +264,7 @@ def parallel_chunks(body: Stmts, options: LoweringOptions) -> Stmts:
     (suffix ``_p<n>``, numbered in order: numba's parallel loops must not share a
     local with code outside them, every thread would write it) whose outermost
     ``for i0`` is a :class:`~.loop_ir.ParallelFor` in ``options.parallel_chunks``
-    chunks. Another nest that sums into a kernel-wide scalar and has rows enough
-    (:data:`SERIAL_CHUNKS_FROM`) runs the same chunks in order on the calling thread
-    (scope ``_s<n>``): LLVM does not vectorise a loop that keeps a running sum while it
-    stores elements next to ones it reads from two other arrays (it cannot check their
-    overlap and the sum's order at once), and does vectorise each chunk's loop; the
-    sums then also have the bits of the threaded loop. Any other nest is spliced in
-    as written, serial.
+    chunks; any other nest is spliced in as written, serial.
     """
     count = 0
 
@@ -281,32 +274,22 @@ def parallel_chunks(body: Stmts, options: LoweringOptions) -> Stmts:
         for s in stmts:
             if not isinstance(s, Threadable):
                 out.append(_map_bodies(s, run))
-            elif worth_threads(s, options):
-                count += 1
-                out.append(Private(f"_p{count}", tuple(_chunked(t, options, True)
-                                                         for t in s.body)))
-            elif s.rows >= SERIAL_CHUNKS_FROM and chunk_folds(s.body):
-                count += 1
-                out.append(Private(f"_s{count}", tuple(_chunked(t, options, False)
-                                                         for t in s.body)))
-            else:
+            elif not worth_threads(s, options):
                 out += run(s.body)
+            else:
+                count += 1
+                out.append(Private(f"_p{count}", tuple(_chunked(t, options) for t in s.body)))
         return tuple(out)
 
     return run(tuple(body))
 
 
-#: Rows from which a serial nest summing into a scalar runs in chunks (below, the
-#: array of partial sums costs more than a vectorised loop saves).
-SERIAL_CHUNKS_FROM = 1024
-
-
-def _chunked(s: Any, options: LoweringOptions, threads: bool) -> Any:
+def _chunked(s: Any, options: LoweringOptions) -> Any:
     """The loop over ``i0`` as a :class:`~.loop_ir.ParallelFor`; other statements as they are."""
     if not (isinstance(s, For) and s.var == LoopVar(0)):
         return s
     chunks, size = parallel_chunking(s.start, s.stop, options.parallel_chunks)
-    return ParallelFor(s.start, s.stop, chunks, size, s.body, threads)
+    return ParallelFor(s.start, s.stop, chunks, size, s.body)
 
 
 # ---- run-time extents --------------------------------------------------------------------------

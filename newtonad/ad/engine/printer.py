@@ -38,7 +38,7 @@ from .loop_ir import (
     Sum,
     Text,
     Var,
-    chunk_folds,
+    walk,
 )
 from .numba_ops import EXPRESSIONS
 
@@ -166,10 +166,9 @@ class Printer:
         folds = chunk_folds(s.body)
         inner = Printer(x, {**self.renamed, **{r: f"acc_{r}{x}" for r in folds}})
         chunk = indent + INDENT
-        loop, where = ("prange", "on all threads") if s.threads else ("range", "in order")
         return [*(f"{indent}part_{r}{x} = np.empty({s.chunks})" for r in folds),
-                f"{indent}for c{x} in {loop}({s.chunks}):  # {s.chunks} chunks of {s.size} rows, "
-                f"{where}",
+                f"{indent}for c{x} in prange({s.chunks}):  # {s.chunks} chunks of {s.size} rows, "
+                "on all threads",
                 f"{chunk}lo{x} = (c{x} & 0xFFFFFFFF) * {s.size} + {s.lo}",
                 *(f"{chunk}acc_{r}{x} = {float(REDUCTIONS[op].identity('float64'))!r}"
                   for r, op in folds.items()),
@@ -182,9 +181,21 @@ class Printer:
                     self.expr(Scalar(r)), f"part_{r}{x}[e{x}]", indent + INDENT))]
 
 
+def chunk_folds(body: Any) -> dict[str, Any]:
+    """The kernel-wide scalars a parallel loop's ``body`` sums (or multiplies) into, with
+    the reduction: ``{name: op}`` in order of first appearance. (The planner threads a
+    nest with such a sink only for float64 scalars: the partial sums are float64.)"""
+    folds: dict[str, Any] = {}
+    for st, _ in walk(body):
+        if (isinstance(st, Reduce) and isinstance(st.target, Scalar)
+                and REDUCTIONS[st.op].thread_combinable):
+            folds.setdefault(st.target.name, st.op)
+    return folds
+
+
 def print_lines(stmts: Any, indent: str = "") -> list[str]:
     """The source lines of ``stmts``."""
     return Printer().lines(stmts, indent)
 
 
-__all__ = ["Printer", "print_lines", "fmt_dim", "fmt_index"]
+__all__ = ["Printer", "print_lines", "fmt_dim", "fmt_index", "chunk_folds"]
