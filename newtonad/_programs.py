@@ -635,9 +635,11 @@ def run_derived(traced: Traced, kind: str, k: int | None, make: Callable[..., An
     that holds at x (``make(program)`` derives it from each path's program).
 
     ``tests_point``: x has not been tested for non-finite entries (``as_point(x,
-    finite=False)``); a compiled program tests it in its own loops, and the NumPy
-    evaluator before it runs (one pass; the test as an output would be two)."""
-    if tests_point and engine == "numpy":
+    finite=False)``). A large x (:data:`TEST_IN_KERNEL_FROM`) under the compiled engines
+    with threads is tested in the derived program's own loops; otherwise here, before
+    it runs (one pass: the NumPy evaluator would make two of the test as an output, and
+    a serial kernel's loop may no longer be vectorised with the test's sum in it)."""
+    if tests_point and not _tests_in_kernel(engine, x):
         require_finite(x)
         tests_point = False
     for _ in range(PATH_RETRIES):
@@ -654,6 +656,20 @@ NO_PATH_MESSAGE = ("the function's branches went another way each time it was tr
             "cannot be traced)")
 
 
+#: Points of this many entries or more are tested inside the derived kernel: its loops
+#: over them run on threads (the numba engine's ``parallel_min_iterations``).
+TEST_IN_KERNEL_FROM = 1 << 16
+
+
+def _tests_in_kernel(engine: str, x: Any) -> bool:
+    """Does the derived program test the point ``x`` in its own loops (see run_derived)?"""
+    if engine == "numpy" or not isinstance(x, np.ndarray) or x.size < TEST_IN_KERNEL_FROM:
+        return False
+    from .ad.engine import numba_threads
+
+    return numba_threads.threads_expected() >= 2
+
+
 def _run_derived(traced: Traced, kind: str, k: int | None, make: Callable[..., Any],
                  engine: str, x: Any, args: Sequence[Any], extra: Sequence[Any],
                  tests_point: bool) -> list:
@@ -666,7 +682,7 @@ def _run_derived(traced: Traced, kind: str, k: int | None, make: Callable[..., A
             if not ok:
                 raise GuardFailed
         return outs
-    run = derive(traced, kind, k, make, engine, tests_point and isinstance(x, np.ndarray))
+    run = derive(traced, kind, k, make, engine, tests_point)
     return list(run(x, *args, *traced.closed_values(), *extra))
 
 

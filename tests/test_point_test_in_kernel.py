@@ -1,16 +1,19 @@
-"""The derived functions test their point for inf and nan inside their own loops.
+"""The derived functions test a large point for inf and nan inside their own loops.
 
+At ``TEST_IN_KERNEL_FROM`` entries or more, under the compiled engines with threads,
 ``value_and_grad``, ``grad``, ``jvp``, ``vjp`` and ``hvp`` derive programs with one more
 output, ``sum(x * 0.0)`` (0 at a finite point, nan otherwise), which the numba engine
-fuses into the loops that read ``x``: a large point is not read once more before the
-kernel to be tested. These tests check that every engine still refuses every non-finite
-entry wherever it sits -- also entries the function never reads, and entries a
-``where`` masks out of the result -- with the same message, and that the answers at
-finite points are those of the program without the test.
+fuses into the threaded loops that read ``x``: a large point is not read once more
+before the kernel to be tested. Smaller points are tested before the call. These tests
+check that both ways refuse every non-finite entry wherever it sits -- also entries the
+function never reads, and entries a ``where`` masks out of the result -- with the same
+message, that the large calls do test inside the kernel, and that the answers at finite
+points are those of the program without the test.
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 
@@ -22,7 +25,10 @@ from newtonad.ad.engine import numba_engine, numpy_eval
 pytestmark = pytest.mark.usefixtures("module_kernel_cache")
 
 N = 3001
+LARGE = _programs.TEST_IN_KERNEL_FROM + 5
 ENGINES = ["numba", "numpy", "auto"]
+THREADS = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
+                             reason="the in-kernel test runs where kernels have threads")
 
 
 def rosen(x):
@@ -51,20 +57,43 @@ def calls(f, x, engine):
     }
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine, n", [(e, N) for e in ENGINES] + [("numba", LARGE)])
 @pytest.mark.parametrize("f", [rosen, first_entry_only, masked], ids=lambda f: f.__name__)
-def test_every_non_finite_entry_is_refused_by_every_derived_function(engine, f):
-    x = np.linspace(-1.0, 1.0, N)
+def test_every_non_finite_entry_is_refused_by_every_derived_function(engine, n, f):
+    x = np.linspace(-1.0, 1.0, n)
     for fn in calls(f, x, engine).values():  # traced and compiled at a finite point
         fn()
     for bad in (np.nan, np.inf, -np.inf):
-        for at in (0, N // 2, N - 1):
+        for at in (0, n // 2, n - 1):
             y = x.copy()
             y[at] = bad
             for fn in calls(f, y, engine).values():
                 with pytest.raises(ValueError, match=rf"x has 1 non-finite entries \(first "
                                                      rf"at flat index {at}\)"):
                     fn()
+
+
+@THREADS
+@pytest.mark.parametrize("f", [rosen, masked], ids=lambda f: f.__name__)
+def test_large_points_are_tested_in_the_kernel_only(monkeypatch, f):
+    """At a large point the compiled engine makes no pass of its own over x."""
+    x = np.linspace(-1.0, 1.0, LARGE)
+    for fn in calls(f, x, "numba").values():  # traced at x: tested once, before tracing
+        fn()
+    real = _programs._all_finite
+
+    def refuse_large(arr):
+        assert arr.size < LARGE, "a separate pass over the point"
+        return real(arr)
+
+    monkeypatch.setattr(_programs, "_all_finite", refuse_large)
+    for fn in calls(f, x, "numba").values():
+        fn()
+    monkeypatch.undo()  # the error path finds the entries with the exact test
+    y = x.copy()
+    y[LARGE - 2] = -np.inf
+    with pytest.raises(ValueError, match=f"flat index {LARGE - 2}"):
+        nad.hvp(f, y, x, engine="numba")
 
 
 def test_a_first_call_at_a_non_finite_point_is_refused_before_tracing():

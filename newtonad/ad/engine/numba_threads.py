@@ -40,6 +40,21 @@ def parallel_threads() -> int:
     return int(config.NUMBA_NUM_THREADS)
 
 
+def threads_expected() -> int:
+    """:func:`parallel_threads`, without importing numba where it is not loaded yet.
+
+    numba's default, one thread per core this process may use, unless
+    ``NUMBA_NUM_THREADS`` says otherwise.
+    """
+    if "numba" in sys.modules:
+        return parallel_threads()
+    configured = os.environ.get("NUMBA_NUM_THREADS", "")
+    if configured.strip().isdigit():
+        return int(configured)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+
+
 @functools.lru_cache(maxsize=None)
 def _importable(module: str) -> bool:
     try:
@@ -252,4 +267,5 @@ def tag() -> str:
 
 
 __all__ = ["cheap_launch", "free_cores", "layer", "ParallelCall", "others_running",
-           "parallel_threads", "tag", "use_layer"]
+           "parallel_threads", "tag", "threads_expected",
+           "use_layer"]
