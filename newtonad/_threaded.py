@@ -30,8 +30,13 @@ def _gather(frame: np.ndarray, plan: np.ndarray, out: np.ndarray) -> None:
         out[i] = frame[plan[i]]
 
 
-#: On the cores other processes leave free (see :class:`~.numba_threads.ParallelCall`)
-nonfinite = numba_threads.ParallelCall(_nonfinite)
-gather = numba_threads.ParallelCall(_gather)
+def nonfinite(x: np.ndarray) -> bool:
+    """:func:`_nonfinite` on the cores other processes leave free."""
+    return numba_threads.run_parallel(_nonfinite, x)
+
+
+def gather(frame: np.ndarray, plan: np.ndarray, out: np.ndarray) -> None:
+    """:func:`_gather` on the cores other processes leave free."""
+    numba_threads.run_parallel(_gather, frame, plan, out)
 
 __all__ = ["gather", "nonfinite"]

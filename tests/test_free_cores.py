@@ -1,7 +1,7 @@
 """Parallel loops run on the cores other processes leave free, and give the same bits.
 
 On a busy machine a parallel loop waits for its slowest thread, and a thread without a
-core waits a scheduler time slice for one: :class:`ParallelCall` runs short calls on
+core waits a scheduler time slice for one: :func:`run_parallel` runs a call on
 :func:`free_cores` threads only. These tests check the rule, the reading of the
 machine's load, that numba's thread setting is restored after each call, and that a
 kernel's outputs are the same bits on every number of threads the rule can choose.
@@ -84,19 +84,16 @@ def _threads_inside(x):
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two threads")
-def test_a_short_call_runs_on_the_free_cores_and_restores_the_setting(monkeypatch):
+def test_a_call_runs_on_the_free_cores_and_restores_the_setting(monkeypatch):
     numba_threads.use_layer()
-    call = numba_threads.ParallelCall(_threads_inside)
     x = np.ones(1000)
     wanted = numba.get_num_threads()
+    assert numba_threads.run_parallel(_threads_inside, x)[0] >= 1  # compiled
     monkeypatch.setattr(numba_threads, "free_cores", lambda w: 1)
-    _threads_inside(x)  # compiled before the first timed call, as kernels are
-    assert call(x)[0] == wanted  # never timed yet: all threads
-    assert call.quickest < numba_threads.LONG_CALL_SECONDS
-    assert call(x) == (1, 1000.0)
+    assert numba_threads.run_parallel(_threads_inside, x) == (1, 1000.0)
     assert numba.get_num_threads() == wanted
-    call.quickest = numba_threads.LONG_CALL_SECONDS  # a long call keeps every thread
-    assert call(x)[0] == wanted
+    monkeypatch.setattr(numba_threads, "free_cores", lambda w: w)
+    assert numba_threads.run_parallel(_threads_inside, x) == (wanted, 1000.0)
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two threads")
@@ -113,8 +110,7 @@ def test_a_kernel_gives_the_same_bits_on_a_busy_and_a_quiet_machine(monkeypatch)
     results = {}
     for others in (0, 99, 0, 99):
         monkeypatch.setattr(numba_threads, "others_running", lambda o=others: o)
-        for _ in range(2):  # the first call of a runner is timed on all threads
-            got = run(x)
+        got = run(x)
         previous = results.setdefault(others, got)
         assert all(np.array_equal(a, b) for a, b in zip(previous, got))
     assert all(np.array_equal(a, b) for a, b in zip(results[0], results[99]))

@@ -419,8 +419,8 @@ def make_runner(fn: Callable, kernel: Kernel, dispatcher: Any = None, path: Any 
     outs = ", ".join(f"o{j}" for j in range(n_out))
     operands = [f"x{j}" for j in range(n_in)] + [f"o{j}" for j in range(n_out)] + extra
     if parallel:  # one parallel kernel at a time, so its arenas are this call's
-        ns["run_parallel"] = numba_threads.ParallelCall(fn)
-        call = "    run_parallel({})".format(", ".join(operands))
+        ns["run_parallel"] = numba_threads.run_parallel
+        call = "    run_parallel(kernel, {})".format(", ".join(operands))
     elif kernel.arenas:
         call = _ARENA_CALL.format(args=", ".join(operands), spare=", ".join(
             [f"x{j}" for j in range(n_in)] + [f"o{j}" for j in range(n_out)]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib
-import math
 import os
 import sys
 import threading
@@ -206,50 +205,27 @@ def free_cores(wanted: int) -> int:
 PARALLEL_LOCK = threading.Lock()
 
 
-#: A parallel call whose quickest run took at least this long keeps all its threads on a
-#: busy machine: the scheduler shares cores per thread, so more threads get it more CPU,
-#: and a wait at the end of the loop costs little beside the work. Shorter calls run on
-#: the free cores only (a wait of one time slice would be most of their time).
-LONG_CALL_SECONDS = 2e-3
+def run_parallel(call: Callable[..., Any], *args: Any) -> Any:
+    """``call(*args)``, a compiled function with parallel loops, on the free cores.
 
-
-class ParallelCall:
-    """A compiled function with parallel loops, called on the free cores.
-
-    One such call runs at a time in the process (:data:`PARALLEL_LOCK`). A short one
-    (see :data:`LONG_CALL_SECONDS`) runs with numba's threads cut to :func:`free_cores`
-    for its duration. The number of threads never changes results: parallel loops sum
-    in a fixed order of chunks (see :mod:`.printer`).
-
-    Parameters
-    ----------
-    call : callable
-        The compiled function.
+    One such call runs at a time in the process (:data:`PARALLEL_LOCK`), with numba's
+    threads for the calling thread cut to :func:`free_cores` for its duration. (Beside
+    two busy processes on two cores, an HVP of 8 columns at n = 1e6 took 24 ms a call on
+    both threads and 7.6 ms on one.) The number of threads never changes results:
+    parallel loops sum in a fixed order of chunks (see :mod:`.printer`).
     """
+    import numba
 
-    __slots__ = ("call", "quickest")
-
-    def __init__(self, call: Callable[..., Any]) -> None:
-        self.call = call
-        self.quickest = math.inf  # seconds of its quickest run so far
-
-    def __call__(self, *args: Any) -> Any:
-        import numba
-
-        with PARALLEL_LOCK:
-            wanted = numba.get_num_threads()
-            fit = wanted if self.quickest >= LONG_CALL_SECONDS else free_cores(wanted)
-            start = time.perf_counter()
-            if fit >= wanted:
-                result = self.call(*args)
-            else:
-                numba.set_num_threads(fit)
-                try:
-                    result = self.call(*args)
-                finally:
-                    numba.set_num_threads(wanted)
-            self.quickest = min(self.quickest, time.perf_counter() - start)
-            return result
+    with PARALLEL_LOCK:
+        wanted = numba.get_num_threads()
+        fit = free_cores(wanted)
+        if fit >= wanted:
+            return call(*args)
+        numba.set_num_threads(fit)
+        try:
+            return call(*args)
+        finally:
+            numba.set_num_threads(wanted)
 
 
 def tag() -> str:
@@ -266,6 +242,6 @@ def tag() -> str:
     return "parallel" if cheap_launch() else "parallel-workqueue"
 
 
-__all__ = ["cheap_launch", "free_cores", "layer", "ParallelCall", "others_running",
+__all__ = ["cheap_launch", "free_cores", "layer", "run_parallel", "others_running",
            "parallel_threads", "tag", "threads_expected",
            "use_layer"]
