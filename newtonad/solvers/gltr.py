@@ -37,6 +37,9 @@ BASIS_MEMORY = 256 * 2**20
 #: on the boundary, from a subspace of 2 * this dimension on, the tridiagonal problem is
 #: solved every k // this Lanczos steps rather than every step
 _SOLVES_EVERY = 16
+#: a basis of at most this many entries (its whole 2 n by n: n <= 181) is one matrix,
+#: and each new Lanczos vector is orthogonalised against all the others
+REORTHOGONALISE_ENTRIES = 1 << 16
 
 
 class GLTRSubproblem(QuadraticModel):
@@ -75,7 +78,8 @@ class GLTRSubproblem(QuadraticModel):
                  jac: Optional[np.ndarray] = None, inexact: bool = True, **options: Any) -> None:
         super().__init__(problem, x, fun, jac, **options)
         self.inexact = inexact
-        self._basis: Any = None                  # q_0, q_1, ... (the workspace's Rows)
+        self._basis: Any = None  # q_0, q_1, ...: a matrix, or the workspace's Rows
+        self._orthogonal = False  # the basis is small: each new vector is reorthogonalised
         self._diag = np.empty(0)                 # T[j, j]
         self._off = np.empty(0)                  # off[j] = T[j, j+1] couples q_j and q_{j+1}
         self._k = 0                              # Lanczos steps taken: T is k by k
@@ -104,11 +108,21 @@ class GLTRSubproblem(QuadraticModel):
         # needs more than n steps to reach a small residual: allow 2 n, as
         # scipy's trlib wrapper does (its itmax)
         self._maxdim = max(1, min(2 * n, BASIS_MEMORY // (8 * n)))
-        # The basis vectors are kept in the driver's workspace for the next point's model
-        # (and the next run's): growing the basis by copies and faulting in a new one at
-        # every point cost more than the products at n = 65536
-        self._basis = self.workspace.rows("gltr-basis", self._maxdim, n)
         cap = self._maxdim
+        # Lanczos in floating point loses orthogonality once Ritz values converge: on an
+        # ill-conditioned problem its step at the 2 n cap can be far from the Newton
+        # step (discrete-boundary-value, n = 100: 3 iterations and 600 products where
+        # scipy's trust-krylov takes 1). A small basis is one matrix, kept orthogonal (1
+        # iteration and 100 products there); for a large one that would cost more than
+        # the products.
+        # The basis is kept in the driver's workspace for the next point's model (and the
+        # next run's): growing it by copies and faulting in a new one at every point cost
+        # more than the products at n = 65536
+        self._orthogonal = cap * n <= REORTHOGONALISE_ENTRIES
+        if self._orthogonal:
+            self._basis = self.workspace.vector("gltr-basis-matrix", cap * n).reshape(cap, n)
+        else:
+            self._basis = self.workspace.rows("gltr-basis", cap, n)
         self._diag = np.empty(cap)
         self._off = np.empty(cap)
         np.multiply(g, 1.0 / self.jac_mag, out=self._basis[0])
@@ -123,12 +137,18 @@ class GLTRSubproblem(QuadraticModel):
         j = self._k
         q = self._basis[j]
         w = self.operator()(q)
+        if not w.flags.writeable:  # a user's product may hand out an array it keeps
+            w = w.copy()
         self.inner_iterations += 1
         # delta = q @ w, then w -= delta q_j + gamma_j q_{j-1} (one pass)
         if j > 0:
             delta, ww = lanczos_step(q, w, self._basis[j - 1], float(self._off[j - 1]))
         else:
             delta, ww = lanczos_step(q, w, None, 0.0)
+        if self._orthogonal:  # a small basis: w orthogonal to all of it
+            kept = self._basis[:j + 1]
+            w -= (kept @ w) @ kept
+            ww = float(w @ w)
         gamma = math.sqrt(ww)
         if not (math.isfinite(delta) and math.isfinite(gamma)):
             self.hessian_failed()
