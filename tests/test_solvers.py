@@ -82,8 +82,12 @@ def test_chained_rosenbrock_100(method):
         # known local minimum of chained Rosenbrock near x = (-1, 1, ..., 1)
         assert res.fun == pytest.approx(3.98662385, rel=1e-6)
     else:
-        assert res.fun < 1e-10
-        assert_allclose(res.x, np.ones(100), atol=1e-5)
+        # the stop at ‖g‖ < gtol (1e-4 for the trust-region methods) bounds the end: with
+        # the Hessian's smallest eigenvalue 0.4988 at x*, near it |x - 1| <= ‖g‖ / 0.4988
+        # and f <= ‖g‖² / (2 * 0.4988) (scipy's trust-krylov ends at f = 6.6e-10 with
+        # |x - 1| = 4.5e-5)
+        assert res.fun < 1e-8
+        assert_allclose(res.x, np.ones(100), atol=2e-4)
 
 
 @pytest.mark.parametrize("method", NATIVE)

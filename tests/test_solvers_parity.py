@@ -138,7 +138,7 @@ def test_radius_cap_does_not_stall_badly_scaled_problems(method):
 @pytest.mark.parametrize("radius", [0.05, 1e3])
 def test_gltr_forcing_terms(radius):
     # interior: residual <= min(1/2, ‖g‖) ‖g‖ (trlib tol_rel_i = -2); boundary:
-    # ‖(H + λI)p + g‖ <= min(1/20, sqrt(‖g‖)/10) ‖g‖, a tenth of trlib's tol_rel_b = -3
+    # ‖(H + λI)p + g‖ <= max(1e-6, min(1/2, sqrt(‖g‖))) ‖g‖ (trlib's tol_rel_b = -3)
     rng = np.random.default_rng(4)
     n = 60
     h = random_spd(rng, n, 1e4)
@@ -150,7 +150,8 @@ def test_gltr_forcing_terms(radius):
         p, hits = m.solve(radius)
         if hits:
             lam = -(p @ (h @ p + g)) / (p @ p)
-            assert np.linalg.norm(h @ p + lam * p + g) <= min(0.05, 0.1 * math.sqrt(gn)) * gn
+            tol = max(1e-6, min(0.5, math.sqrt(gn))) * gn
+            assert np.linalg.norm(h @ p + lam * p + g) <= tol * (1 + 1e-8)
         else:
             assert np.linalg.norm(h @ p + g) <= min(0.5, gn) * gn * (1 + 1e-8)
 
@@ -195,13 +196,12 @@ def test_newton_cg_forcing_is_quadratic():
 
 
 # -------------------------------------------- problems of the demo set (AD objective)
-@pytest.mark.parametrize("name, method, nit", [
-    ("rosenbrock", "trust-ncg", 29), ("rosenbrock", "trust-krylov", 36),
-    ("wood", "trust-exact", 42), ("helical-valley", "trust-krylov", 10),
-    ("beale", "trust-ncg", 9), ("powell-singular", "trust-exact", 13),
-    ("penalty-1", "trust-ncg", 14),
+@pytest.mark.parametrize("name, method", [
+    ("rosenbrock", "trust-ncg"), ("rosenbrock", "trust-krylov"), ("wood", "trust-exact"),
+    ("helical-valley", "trust-krylov"), ("beale", "trust-ncg"),
+    ("powell-singular", "trust-exact"), ("penalty-1", "trust-ncg"),
 ])
-def test_demo_problems_no_more_iterations_than_scipy(name, method, nit):
+def test_demo_problems_no_more_iterations_than_scipy(name, method):
     from newtonad import Objective, problems
 
     p = problems.get(name)
@@ -212,7 +212,7 @@ def test_demo_problems_no_more_iterations_than_scipy(name, method, nit):
         ref = so.minimize(obj.fun, p.x0.copy(), jac=obj.jac, method=method, **kw)
     res = minimize(Objective(p.fun, engine="numpy"), p.x0.copy(), method=method)
     assert res.success
-    assert res.nit == nit <= ref.nit
+    assert res.nit <= ref.nit
     assert res.fun <= p.fstar + 1e-5 * max(1.0, abs(p.fstar))
 
 
