@@ -21,7 +21,7 @@ import numpy as np
 
 from .ad import reroll
 from .ad import transforms as tf
-from .ad.engine import compile_program
+from .ad.engine import compile_program, numba_threads
 from .ad.numpy_api import fold_objects
 from .ad.primitives.elementwise import mul_p
 from .ad.primitives.structural import reduce_sum_p
@@ -538,22 +538,19 @@ def _derived(programs: Any, engine: str | None, guarded: bool = False,
         return programs
     first = programs if isinstance(programs, Program) else programs[0]
     run = compile_program(first, engine)
-    outputs = len(first.outputs)
     if guarded:
-        outputs -= 1
-        run = guarded_runner(run, outputs)
+        run = guarded_runner(run, len(first.outputs) - 1)
     if tests_point:
-        run = point_tested_runner(run, outputs - 1)
+        run = point_tested_runner(run)
     if isinstance(programs, Program):
         return run
     return (run, *(compile_program(p, engine) for p in programs[1:]))
 
 
-def point_tested_runner(run: Callable, outputs: int) -> Callable:
-    """``run`` (of a program with ``outputs`` outputs and :func:`with_point_test`'s after
-    them) without the test's output: raises the ValueError of :func:`require_finite`
-    when its first input has a non-finite entry. ``out=`` and ``reusing_outputs`` as in
-    :func:`guarded_runner`."""
+def point_tested_runner(run: Callable) -> Callable:
+    """``run`` (of a program whose last output is :func:`with_point_test`'s) without that
+    output: raises the ValueError of :func:`require_finite` when its first input has a
+    non-finite entry. ``out=`` and ``reusing_outputs`` as in :func:`guarded_runner`."""
     def tested(*inputs: Any, out: Any = None) -> Any:
         if out is None:
             outs = run(*inputs)
@@ -565,7 +562,7 @@ def point_tested_runner(run: Callable, outputs: int) -> Callable:
 
     if hasattr(run, "reusing_outputs"):
         tested.reusing_outputs = (  # type: ignore[attr-defined]
-            lambda: point_tested_runner(run.reusing_outputs(), outputs))
+            lambda: point_tested_runner(run.reusing_outputs()))
     return tested
 
 
@@ -640,7 +637,8 @@ def run_derived(traced: Traced, kind: str, k: int | None, make: Callable[..., An
     it runs (one pass: the NumPy evaluator would make two of the test as an output, and
     a serial kernel's loop may no longer be vectorised with the test's sum in it)."""
     if tests_point and not _tests_in_kernel(engine, x):
-        require_finite(x)
+        if isinstance(x, np.ndarray):  # a Var (a call inside a trace) is not tested
+            require_finite(x)
         tests_point = False
     for _ in range(PATH_RETRIES):
         try:
@@ -665,8 +663,6 @@ def _tests_in_kernel(engine: str, x: Any) -> bool:
     """Does the derived program test the point ``x`` in its own loops (see run_derived)?"""
     if engine == "numpy" or not isinstance(x, np.ndarray) or x.size < TEST_IN_KERNEL_FROM:
         return False
-    from .ad.engine import numba_threads
-
     return numba_threads.threads_expected() >= 2
 
 

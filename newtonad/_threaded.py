@@ -39,4 +39,5 @@ def gather(frame: np.ndarray, plan: np.ndarray, out: np.ndarray) -> None:
     """:func:`_gather` on the cores other processes leave free."""
     numba_threads.run_parallel(_gather, frame, plan, out)
 
+
 __all__ = ["gather", "nonfinite"]
