@@ -22,6 +22,7 @@ from scipy.optimize import Bounds, minimize
 
 import newtonad as nad
 from newtonad import problems
+from newtonad.problems import bounded_grids as grids
 
 GRID = ("journal-bearing", "obstacle", "torsion")
 HS = ("hs003", "hs004", "hs005", "hs025", "hs038", "hs045", "hs110")
@@ -213,6 +214,25 @@ def _loop_cops_minsurf(x, m):
     return 0.5 * h * h * total
 
 
+def _loop_cops_bearing(x, m, ecc=0.1, b=10.0):
+    """COPS 3.0 problem 16's objective as its model sums it over the full grid
+    v[i, j], i, j = 0..m+1 (zero on the boundary), with its triangle weights."""
+    hx, hy = 2 * math.pi / (m + 1), 2 * b / (m + 1)
+    wq = [(1 + ecc * math.cos(i * hx)) ** 3 for i in range(m + 2)]
+    v = {(i, j): 0.0 for i in range(m + 2) for j in range(m + 2)}
+    for i in range(1, m + 1):
+        for j in range(1, m + 1):
+            v[i, j] = x[m * (j - 1) + (i - 1)]
+    lower = sum((wq[i] + 2 * wq[i + 1]) * (((v[i + 1, j] - v[i, j]) / hx) ** 2
+                                           + ((v[i, j + 1] - v[i, j]) / hy) ** 2)
+                for i in range(m + 1) for j in range(m + 1))
+    upper = sum((2 * wq[i] + 2 * wq[i - 1]) * (((v[i - 1, j] - v[i, j]) / hx) ** 2
+                                               + ((v[i, j - 1] - v[i, j]) / hy) ** 2)
+                for i in range(1, m + 2) for j in range(1, m + 2))
+    load = sum(ecc * math.sin(i * hx) * v[i, j] for i in range(m + 2) for j in range(m + 2))
+    return 0.5 * (hx * hy / 6) * (lower + upper) - hx * hy * load
+
+
 LOOPS = {"torsion": _loop_deptfg, "journal-bearing": _loop_dpjbfg,
          "obstacle": _loop_cops_minsurf}
 
@@ -223,6 +243,50 @@ def test_grid_objective_matches_published_loops(name):
     p = problems.get(name, m * m)
     x = np.random.default_rng(1992).uniform(-1.0, 1.0, p.n)
     assert float(p.fun(x)) == pytest.approx(LOOPS[name](list(x), m), rel=1e-12)
+
+
+def test_journal_bearing_with_cops_weights_matches_the_cops_model():
+    m = 5
+    p = grids.journal_bearing(m * m, weights="cops")
+    x = np.random.default_rng(2004).uniform(-1.0, 1.0, p.n)
+    assert float(p.fun(x)) == pytest.approx(_loop_cops_bearing(list(x), m), rel=1e-12)
+    minpack2 = problems.get("journal-bearing", m * m)
+    assert abs(float(minpack2.fun(x)) - float(p.fun(x))) > 1e-3 * abs(float(p.fun(x)))
+    with pytest.raises(ValueError, match="weights must be 'minpack2' or 'cops'"):
+        grids.journal_bearing(m * m, weights="COPS 3.0")
+
+
+# COPS 3.0's tables (Dolan, Moré & Munson, ANL/MCS-TM-273, 2004) on the 50 x 50
+# interior grid, as printed: the optimal value and the digits it is given to.
+COPS_50 = {"torsion": (-4.18087e-1, 1e-6), "obstacle": (2.51488, 1e-5),
+           "journal-bearing": (-1.5482e-1, 1e-5)}
+
+
+def _cops_problem(name, n):
+    if name == "journal-bearing":
+        return grids.journal_bearing(n, weights="cops")
+    return problems.get(name, n)
+
+
+@pytest.mark.parametrize("name", GRID)
+def test_fstar_is_copss_published_value_at_its_size_only(name):
+    value, _ = COPS_50[name]
+    assert _cops_problem(name, 2500).fstar == value
+    assert _cops_problem(name, 2401).fstar is None
+    assert _cops_problem(name, 10_000).fstar is None
+    assert problems.get("journal-bearing", 2500).fstar is None   # MINPACK-2's weights
+
+
+@pytest.mark.parametrize("name", GRID)
+def test_tron_reaches_copss_published_value(name):
+    """Within one unit of the last printed digit (COPS' solvers stop at finite
+    tolerances, so the last digit may be truncated rather than rounded)."""
+    value, unit = COPS_50[name]
+    p = _cops_problem(name, 2500)
+    res = nad.minimize(p.fun, p.x0, method="tron", bounds=p.bounds,
+                       options={"gtol": 1e-10})
+    assert res.success, res.message
+    assert abs(res.fun - value) <= unit
 
 
 def test_grid_starts_and_bounds_follow_the_sources():

@@ -8,7 +8,9 @@ Sources:
   (pressure distribution in a journal bearing), MINPACK-2 release of 11/1993.
 * E. D. Dolan, J. J. Moré and T. S. Munson, "Benchmarking optimization
   software with COPS 3.0", Technical Report ANL/MCS-TM-273, Argonne National
-  Laboratory, 2004, problem 17 (minimal surface with obstacle).
+  Laboratory, 2004, problems 15-17.  Its tables give the optimal values
+  used for ``fstar`` on its square 50 x 50 grid (``n = 2500``), to six
+  significant digits; at other sizes ``fstar`` is None.
 
 Each problem is a finite-element discretisation with piecewise-linear elements
 on a uniform triangulation of a rectangle: ``m`` interior grid points in each
@@ -29,6 +31,16 @@ import numpy as np
 from ._registry import Problem, SizeRule, box, register
 
 GRID = SizeRule(default=10_000, minimum=4, square=True)
+
+# COPS 3.0's published optimal values on its 50 x 50 interior grid.
+COPS_GRID = 50
+COPS_TORSION_FSTAR = -4.18087e-1
+COPS_BEARING_FSTAR = -1.5482e-1        # with COPS' own triangle weights
+COPS_MINSURF_FSTAR = 2.51488
+
+
+def _published(m: int, value: float) -> float | None:
+    return value if m == COPS_GRID else None
 
 
 def _padded(x, edges: np.ndarray):
@@ -73,7 +85,8 @@ def torsion(n: int, c: float = 5.0) -> Problem:
         lin = np.sum(v + vr + vt) + np.sum(w + wl + wb)
         return area * (0.5 * quad - (c / 3.0) * lin)
     return Problem(
-        name="torsion", n=n, fun=fun, x0=dist.copy(), fstar=None, xstar=None,
+        name="torsion", n=n, fun=fun, x0=dist.copy(),
+        fstar=_published(m, COPS_TORSION_FSTAR), xstar=None,
         source="MINPACK-2 elastic-plastic torsion, deptfg (Averick, Carter, Moré & "
                "Xue, ANL MCS-P153-0692, 1992); COPS 3.0 problem 15",
         scalable=True, bounds=box(-dist, dist, n),
@@ -82,7 +95,7 @@ def torsion(n: int, c: float = 5.0) -> Problem:
               "Bounds -dist(x, boundary) <= v <= dist(x, boundary); x0 = dist (the "
               "upper bound, MINPACK-2's 'XS'). Strictly convex quadratic: one "
               "minimiser, with the plastic region (upper bound active) near the "
-              "middle of the edges.")
+              "middle of the edges. fstar: COPS 3.0's value at n = 2500 (6 digits).")
 
 
 def _bearing_weight(xi: np.ndarray, ecc: float) -> np.ndarray:
@@ -90,19 +103,34 @@ def _bearing_weight(xi: np.ndarray, ecc: float) -> np.ndarray:
 
 
 @register("journal-bearing", GRID, bounded=True)
-def journal_bearing(n: int, ecc: float = 0.1, b: float = 10.0) -> Problem:
-    """Pressure in a journal bearing: ``min 1/2 w_q |grad v|^2 - w_l v``, ``v >= 0``."""
+def journal_bearing(n: int, ecc: float = 0.1, b: float = 10.0,
+                    weights: str = "minpack2") -> Problem:
+    """Pressure in a journal bearing: ``min 1/2 w_q |grad v|^2 - w_l v``, ``v >= 0``.
+
+    ``weights`` chooses how ``w_q`` is averaged over a triangle: ``"minpack2"``
+    (the default) by ``dpjbfg``'s rule, (2 w_q(i) + w_q(i+1)) / 3 on a lower
+    triangle and (2 w_q(i) + w_q(i-1)) / 3 on an upper one; ``"cops"`` by COPS
+    3.0's model, (w_q(i) + 2 w_q(i+1)) / 3 and (2 w_q(i) + 2 w_q(i-1)) / 3,
+    whose optimal value COPS publishes.  The two differ by 15 % at n = 2500.
+    """
+    if weights not in ("minpack2", "cops"):
+        raise ValueError(f"weights must be 'minpack2' or 'cops', not {weights!r}")
     m = math.isqrt(n)
     hx, hy = 2.0 * math.pi / (m + 1), 2.0 * b / (m + 1)
     hxhy = hx * hy
     edges = np.zeros((m + 2, m + 2))
     i = np.arange(m + 2, dtype=np.float64)
     weight = _bearing_weight(i * hx, ecc)
-    # trapezoidal-like rule of dpjbfg: the weight at the triangle's three vertices
-    lower = (hxhy * (2.0 * weight[:-1] + weight[1:]) / 6.0)[None, :]   # i = 0..m
-    upper = (hxhy * (2.0 * weight[1:] + weight[:-1]) / 6.0)[None, :]   # i = 1..m+1
+    left, right = weight[:-1], weight[1:]
+    if weights == "minpack2":
+        lower, upper = 2.0 * left + right, 2.0 * right + left      # lower: i = 0..m
+    else:                                                          # upper: i = 1..m+1
+        lower, upper = left + 2.0 * right, 2.0 * right + 2.0 * left
+    lower = (hxhy * lower / 6.0)[None, :]
+    upper = (hxhy * upper / 6.0)[None, :]
     load = (ecc * hxhy * np.sin(i[1:-1] * hx))[None, :]                 # i = 1..m
     start = np.broadcast_to(np.maximum(np.sin(i[1:-1] * hx), 0.0), (m, m)).reshape(-1)
+    published = (ecc, b, weights) == (0.1, 10.0, "cops")
 
     def fun(x):
         (v, vr, vt), (w, wl, wb) = _triangle_vertices(_padded(x, edges))
@@ -110,7 +138,8 @@ def journal_bearing(n: int, ecc: float = 0.1, b: float = 10.0) -> Problem:
                 + np.sum(upper * (((w - wl) / hx) ** 2 + ((w - wb) / hy) ** 2)))
         return 0.5 * quad - np.sum(load * x.reshape(m, m))
     return Problem(
-        name="journal-bearing", n=n, fun=fun, x0=start.copy(), fstar=None, xstar=None,
+        name="journal-bearing", n=n, fun=fun, x0=start.copy(),
+        fstar=_published(m, COPS_BEARING_FSTAR) if published else None, xstar=None,
         source="MINPACK-2 pressure distribution in a journal bearing, dpjbfg "
                "(Averick, Carter, Moré & Xue, ANL MCS-P153-0692, 1992); COPS 3.0 "
                "problem 16",
@@ -119,7 +148,9 @@ def journal_bearing(n: int, ecc: float = 0.1, b: float = 10.0) -> Problem:
               "w_q = (1 + ecc cos x1)^3, w_l = ecc sin x1; n = m^2 interior nodes, "
               "default n = 1e4. Bounds v >= 0; x0 = max(sin x1, 0) (MINPACK-2's "
               "'XS'). Strictly convex quadratic; the bound is active where "
-              "sin x1 < 0 (the cavitation region).")
+              f"sin x1 < 0 (the cavitation region). Triangle weights: {weights}'s. "
+              "fstar: none published for MINPACK-2's weights; with weights='cops', "
+              "COPS 3.0's value at n = 2500 (5 digits).")
 
 
 @register("obstacle", GRID, bounded=True)
@@ -142,8 +173,8 @@ def obstacle(n: int) -> Problem:
         return area * (np.sum(np.sqrt(1.0 + ((vr - v) / h) ** 2 + ((vt - v) / h) ** 2))
                        + np.sum(np.sqrt(1.0 + ((wl - w) / h) ** 2 + ((wb - w) / h) ** 2)))
     return Problem(
-        name="obstacle", n=n, fun=fun, x0=np.maximum(start, lower), fstar=None,
-        xstar=None,
+        name="obstacle", n=n, fun=fun, x0=np.maximum(start, lower),
+        fstar=_published(m, COPS_MINSURF_FSTAR), xstar=None,
         source="COPS 3.0 problem 17, minimal surface with obstacle (Dolan, Moré & "
                "Munson, ANL/MCS-TM-273, 2004), MINPACK-2's triangulation",
         scalable=True, bounds=box(lower, np.inf, n),
@@ -157,4 +188,5 @@ def obstacle(n: int) -> Problem:
               "neighbours is 19, 34, 51 and 77 at m = 100, 200, 316 and 500, at (0.25, "
               "0.25) and (0.75, 0.75); elsewhere below 17), so the discrete problem grows "
               "more nonlinear as the grid is refined and Newton iterations grow with n, "
-              "for interior-point and active-set methods alike.")
+              "for interior-point and active-set methods alike. fstar: COPS 3.0's "
+              "value at n = 2500 (6 digits).")
