@@ -252,6 +252,26 @@ def test_trust_exact_nhev_counts_dense_hessians():
     assert res.nhvp == n * res.nhev  # each dense Hessian is n AD products
 
 
+@pytest.mark.parametrize("method", NATIVE + ["tron"])
+def test_counts_are_the_runs_own_when_an_objective_is_reused(method):
+    """scipy's counts are per run: an Objective used before, or solved with twice,
+    reports this run's evaluations, the same as a fresh one's."""
+    x0 = np.tile(X0, 5)
+    fresh = minimize(so.rosen, x0, method=method)
+    obj = newtonad.Objective(so.rosen)
+    for k in range(7):
+        obj.value_and_grad(x0 + k)
+        obj.hessp(x0, x0)
+    before = obj.nfev
+    assert before > 0
+    first = minimize(obj, x0, method=method)
+    again = minimize(obj, x0, method=method)
+    for res in (first, again):
+        assert (res.nfev, res.njev, res.nhev, res.nhvp) == (
+            fresh.nfev, fresh.njev, fresh.nhev, fresh.nhvp)
+    assert obj.nfev == before + first.nfev + again.nfev   # the Objective's own total goes on
+
+
 @pytest.mark.parametrize("method", NATIVE)
 def test_result_fields(method):
     # scipy's TestOptimizeResultAttributes, plus newtonad's own fields

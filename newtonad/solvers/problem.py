@@ -132,6 +132,10 @@ class FlatProblem:
         #: whether the objective counts its products (``nhev``): then :meth:`counts`
         #: reports its count, and products need no counting wrapper here
         self._counts_products = "nhev" in self.objective.counters()
+        #: the objective's own counters when this run began: a run reports what it
+        #: evaluated, as scipy's results do, not what an Objective used before it did
+        self._counted_before = {name: int(value)
+                                for name, value in self.objective.counters().items()}
         #: splu ordering of the sparse trust-exact path, chosen once per run
         self.sparse_ordering: Optional[str] = None
         self.sparse_factor_cache: Optional[dict] = None
@@ -284,7 +288,9 @@ class FlatProblem:
         """Evaluation counters for the result: ``nfev``, ``njev``, ``nhev`` and ``nhvp``.
 
         ``nfev`` and ``njev`` are the objective's own counters where it keeps
-        them (they count real evaluations), else the calls made here. ``nhvp``
+        them (they count real evaluations; only those made since this problem was
+        made, so an objective used before, or solved again, counts this run alone),
+        else the calls made here. ``nhvp``
         is the objective's ``nhvp`` (or, lacking it, its ``nhev``: an
         ``Objective`` counts products) or the products asked here. ``nhev`` is
         the number of dense Hessians formed when ``dense_hessian_count`` is set,
@@ -294,7 +300,7 @@ class FlatProblem:
 
         def theirs(name: str) -> Optional[int]:
             value = kept.get(name)
-            return None if value is None else int(value)
+            return None if value is None else int(value) - self._counted_before.get(name, 0)
 
         out = {}
         for name in ("nfev", "njev"):
