@@ -420,6 +420,9 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
         return _run_constrained(meth, fun, x0, args, jac, hess, hessp, bounds, constraints,
                                 callback, parse_options(meth, options, tol))
     objective = _as_objective(fun, args, jac, hess, hessp, direct=meth in NO_JAC_METHODS)
+    # an Objective may have been used before: this run's counts start here, so that the
+    # evaluations of the checks below are this run's
+    counted_before = objective.counters()
     box = None
     if native and METHODS[meth].bounds and bounds is not None:
         box = parse_bounds(bounds, x0.size)  # scipy's errors, before any evaluation
@@ -429,6 +432,7 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
     fallback = _traceable(objective, fun, args, x_start)
     if fallback is not None:
         objective = _fallback_objective(fun, args, hess, hessp, meth, x_start, fallback)
+        counted_before = {}  # a new objective: everything it counts is this run's
         jac = "2-point"  # no gradient asked of the objective at the start check
     if callable(method):
         return _delegate(objective, x0, method, "_custom", jac, tol=tol, options=options,
@@ -442,7 +446,8 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
             warnings.warn(f"Method {method} cannot handle constraints.", RuntimeWarning,
                           stacklevel=2)
         problem = FlatProblem(objective, x0.shape,
-                              dense_hessian_count=entry.dense_hessian_count)
+                              dense_hessian_count=entry.dense_hessian_count,
+                              counted_before=counted_before)
         if chosen and meth == DEFAULT_METHOD:
             meth, extra = refine_default(problem, x0.reshape(-1), options)
             options = {**extra, **(options or {})}

@@ -114,7 +114,8 @@ class FlatProblem:
     """
 
     def __init__(self, objective: Any, shape: tuple[int, ...], *,
-                 dense_hessian_count: bool = False) -> None:
+                 dense_hessian_count: bool = False,
+                 counted_before: Optional[dict[str, int]] = None) -> None:
         self.objective = as_objective(objective)
         self.capabilities: Capabilities = self.objective.capabilities
         self.shape = tuple(shape)
@@ -132,10 +133,12 @@ class FlatProblem:
         #: whether the objective counts its products (``nhev``): then :meth:`counts`
         #: reports its count, and products need no counting wrapper here
         self._counts_products = "nhev" in self.objective.counters()
-        #: the objective's own counters when this run began: a run reports what it
-        #: evaluated, as scipy's results do, not what an Objective used before it did
-        self._counted_before = {name: int(value)
-                                for name, value in self.objective.counters().items()}
+        #: the objective's own counters when this run began (``counted_before``, else
+        #: now): a run reports what it evaluated, as scipy's results do, not what an
+        #: Objective used before it did
+        if counted_before is None:
+            counted_before = self.objective.counters()
+        self._counted_before = {name: int(value) for name, value in counted_before.items()}
         #: splu ordering of the sparse trust-exact path, chosen once per run
         self.sparse_ordering: Optional[str] = None
         self.sparse_factor_cache: Optional[dict] = None
