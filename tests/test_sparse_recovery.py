@@ -65,6 +65,14 @@ def test_a_large_recovery_on_threads_is_the_same_gather():
     np.testing.assert_array_equal(got.data, np.take(frame.reshape(-1), recover.plan))
     assert (got != H).nnz == 0
     got.check_format(full_check=True)
+    # and its index arrays are its own copies there too
+    np.testing.assert_array_equal(got.indices, recover.indices)
+    np.testing.assert_array_equal(got.indptr, recover.indptr)
+    assert not np.shares_memory(got.indices, recover.indices)
+    assert not np.shares_memory(got.indptr, recover.indptr)
+    got.data[:] = 0.0
+    got.eliminate_zeros()  # rewrites indices and indptr in place
+    assert (recover(frame) != H).nnz == 0
 
 
 def test_each_result_owns_its_arrays():

@@ -184,13 +184,15 @@ class Recovery:
             raise ValueError(f"the compressed frame has {frame.size} entries, but this "
                              f"recovery plan reads {self.frame_size}: pass the product with "
                              "the seed of the plan's own colouring")
+        # each result owns its index arrays (a caller may change them in place)
         if self._threaded_plan is not None:
-            values = np.empty(self.plan.size)
-            from .._threaded import gather  # numba, imported here only when needed
+            from .. import _threaded  # numba, imported here only when needed
 
-            gather(np.ascontiguousarray(frame), self._threaded_plan, values)
-        else:  # one gather; mode="clip" skips numpy's bounds pass (every index is in range)
-            values = np.take(frame, self.plan, mode="clip")
+            values, indices = _threaded.gather_entries(
+                np.ascontiguousarray(frame), self._threaded_plan, self.indices)
+            return _csr(values, indices, _threaded.copy(self.indptr), self.shape)
+        # one gather; mode="clip" skips numpy's bounds pass (every index is in range)
+        values = np.take(frame, self.plan, mode="clip")
         return _csr(values, self.indices.copy(), self.indptr.copy(), self.shape)
 
 
