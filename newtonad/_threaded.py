@@ -2,7 +2,7 @@
 (``_programs.PARALLEL_FROM``) and the gather and index copies of large sparse recoveries
 (``sparse.recovery.PARALLEL_GATHER_FROM``): copies at memory speed, which one thread
 does not reach. Imported only when one is needed: numba
-costs 0.3 s to import. Both give the same answer on any number of threads."""
+costs 0.3 s to import. Each gives the same answer on any number of threads."""
 
 from __future__ import annotations
 

@@ -422,7 +422,7 @@ def minimize(fun: Any, x0: Any, args: Union[tuple, Any] = (),
     objective = _as_objective(fun, args, jac, hess, hessp, direct=meth in NO_JAC_METHODS)
     # an Objective may have been used before: this run's counts start here, so that the
     # evaluations of the checks below are this run's
-    counted_before = objective.counters()
+    counted_before = dict(objective.counters())  # a copy: an objective may keep one dict
     box = None
     if native and METHODS[meth].bounds and bounds is not None:
         box = parse_bounds(bounds, x0.size)  # scipy's errors, before any evaluation
