@@ -291,8 +291,9 @@ class FlatProblem:
         """Evaluation counters for the result: ``nfev``, ``njev``, ``nhev`` and ``nhvp``.
 
         ``nfev`` and ``njev`` are the objective's own counters where it keeps
-        them (they count real evaluations; only those made since this problem was
-        made, so an objective used before, or solved again, counts this run alone),
+        them (they count real evaluations; only those made since the run began,
+        ``counted_before``, so an objective used before, or solved again, counts
+        this run alone),
         else the calls made here. ``nhvp``
         is the objective's ``nhvp`` (or, lacking it, its ``nhev``: an
         ``Objective`` counts products) or the products asked here. ``nhev`` is
